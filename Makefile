@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make run` and `make test`. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODE_STAMP := tests/interop/node_modules/.installed
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(NODE_STAMP): tests/interop/package.json
+	cd tests/interop && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/scopecast serve --host 127.0.0.1 --port 8545 --block-time 2
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check broker adapters schemas
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) tests/interop/node_modules

@@ -1,0 +1,164 @@
+"""The plug-in interfaces: chain adapters and account adapters.
+
+A *chain adapter* serves one or more chains (CAIP-2 ids): it answers JSON-RPC calls for them and,
+optionally, reports the blocks it sees so that the broker can fan out heads and logs. An *account
+adapter* holds accounts and implements the signing methods of SPEC area B. Both are loaded through
+the entry-point group ``scopecast.adapters`` (see :mod:`adapters.registry`); every adapter's tests
+run the shared checks of :mod:`adapters.conformance`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import msgspec
+import trio
+
+#: The notifications every EVM chain adapter can deliver (``eth_subscribe`` results).
+EVM_NOTIFICATIONS: frozenset[str] = frozenset({"eth_subscription"})
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One log of a canonical block, as geth returns it from ``eth_getLogs``.
+
+    ``address`` and ``topics`` are lowercase ``0x`` hex, kept apart from the encoded JSON so the
+    broker can match subscriptions without decoding. ``json`` is the whole log object encoded once,
+    with ``"removed":false``.
+    """
+
+    address: str
+    topics: tuple[str, ...]
+    json: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ChainBlock:
+    """A block as the ingestion side sees it: identity, the ``newHeads`` header JSON, its logs."""
+
+    number: int
+    hash: str
+    parent_hash: str
+    header_json: bytes
+    logs: tuple[LogRecord, ...] = ()
+
+
+BlockHandler = Callable[[ChainBlock], Awaitable[None]]
+"""Called by an adapter's ingestion task for every new head block it sees (gaps and reorgs allowed:
+the broker's head tracker fills gaps with :meth:`ChainAdapter.fetch_block`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    """One configured network: its name, CAIP-2 chain id and the adapter's own options."""
+
+    name: str
+    chain: str
+    adapter: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ChainAdapter(ABC):
+    """Serves JSON-RPC for chains and reports their blocks."""
+
+    #: The entry-point name of the adapter (``devchain``, ``upstream``, ...).
+    name: ClassVar[str]
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Prepare the adapter (build or import a chain, verify upstreams). Called once."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what :meth:`start` acquired."""
+
+    @abstractmethod
+    def chains(self) -> Sequence[str]:
+        """The CAIP-2 ids this adapter serves."""
+
+    @abstractmethod
+    def methods(self, chain: str) -> frozenset[str]:
+        """The JSON-RPC methods this adapter answers for ``chain``."""
+
+    def notifications(self, chain: str) -> frozenset[str]:
+        """The notifications this adapter can deliver for ``chain``."""
+        return EVM_NOTIFICATIONS
+
+    @abstractmethod
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        """Answer one call. ``params`` is the undecoded JSON of the request's params (``[]`` when
+        absent). Returns a JSON-encodable value or a :class:`msgspec.Raw` holding encoded JSON;
+        raises :class:`broker.errors.RpcError` for failures."""
+
+    async def fetch_block(
+        self, chain: str, *, number: int | None = None, block_hash: str | None = None
+    ) -> ChainBlock | None:
+        """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
+        return None
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report new head blocks to ``on_block`` until cancelled. Default: none ever."""
+        task_status.started()
+        await trio.sleep_forever()
+
+
+ChainReader = Callable[[str, list[Any]], Awaitable[Any]]
+"""``await read(method, params)``: a node call on the chain a signing request is for."""
+
+
+@dataclass(frozen=True, slots=True)
+class SigningRequest:
+    """A validated account-method call, ready for the approval policy.
+
+    ``account`` is the lowercase address that will sign (None when the method signs for no single
+    account of the session); ``summary`` is a readable rendering of what will be signed, shown to the
+    wallet operator; ``payload`` is the adapter's own parsed form of the params.
+    """
+
+    chain: str
+    method: str
+    account: str | None
+    summary: Mapping[str, Any]
+    payload: Any
+
+
+class AccountAdapter(ABC):
+    """Holds accounts and implements account methods (SPEC area B)."""
+
+    name: ClassVar[str]
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Load keys. Called once."""
+
+    @abstractmethod
+    def chains(self) -> Sequence[str]:
+        """The CAIP-2 ids this adapter holds accounts for."""
+
+    @abstractmethod
+    def accounts(self, chain: str) -> Sequence[str]:
+        """Lowercase ``0x`` addresses held for ``chain``, in the wallet's order."""
+
+    @abstractmethod
+    def methods(self, chain: str) -> frozenset[str]:
+        """The account methods implemented for ``chain``."""
+
+    @abstractmethod
+    def prepare(
+        self, chain: str, method: str, params: list[Any], permitted: Sequence[str]
+    ) -> SigningRequest:
+        """Validate ``params`` (raising ``InvalidParams`` naming the field) and describe the request.
+
+        ``permitted`` are the accounts the caller may use on ``chain``; an account outside them
+        raises ``Unauthorized``.
+        """
+
+    @abstractmethod
+    async def execute(self, request: SigningRequest, read: ChainReader) -> Any:
+        """Carry out an approved request and return the method's result."""

@@ -1,0 +1,294 @@
+"""The broker: networks, the dispatcher, connections, and the one port they are served on.
+
+``Broker.serve`` follows trio's ``serve_*`` convention: it never returns on its own, and
+``await nursery.start(broker.serve, host, port)`` returns the bound port once it is listening.
+``Broker.shutdown`` starts a graceful stop: stop accepting, close WebSockets with 1001, give every
+connection ``shutdown_grace`` seconds, then cancel what is left.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+import trio
+import wsproto
+import wsproto.events as wse
+from wsproto.utilities import ProtocolError as WsHandshakeError
+
+from broker import frames
+from broker.dispatch import CallContext, Dispatcher
+from broker.errors import RpcError, ServerError
+from broker.http import (
+    JSON_HEADERS,
+    HttpRequest,
+    HttpResponse,
+    Upgrade,
+    json_error,
+    serve_http,
+)
+from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from broker.metrics import Metrics
+from broker.networks import Networks
+from broker.routing import Endpoint, route
+from broker.websocket import WebSocketConnection
+
+log = logging.getLogger(__name__)
+
+DEV_API_KEY: Final = "dev"
+
+
+class Unauthenticated(ServerError):
+    code = -32001
+    default_message = "missing or unknown API key"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-connection and per-request bounds (README "Limits")."""
+
+    http_body: int = 5 * 1024 * 1024
+    ws_message: int = 1024 * 1024
+    outbox: int = 4 * 1024 * 1024
+    max_inflight: int = 64
+    ping_interval: float = 30.0
+    shutdown_grace: float = 10.0
+
+
+Service = Callable[[trio.Nursery], Awaitable[None]]
+"""A background part of the broker (ingestion, heartbeat, bus readers), started with the server."""
+
+AdminResponder = Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only binds loopback addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Broker:
+    """Everything one scopecast process serves."""
+
+    def __init__(
+        self,
+        networks: Networks,
+        *,
+        api_keys: Collection[str] = (),
+        limits: Limits | None = None,
+    ) -> None:
+        self.networks = networks
+        self.limits = limits or Limits()
+        self.metrics = Metrics()
+        self.dispatcher = Dispatcher(networks, self.metrics)
+        self.api_keys = frozenset(api_keys) or frozenset({DEV_API_KEY})
+        self.dev_mode = not api_keys
+        self.connections: set[WebSocketConnection] = set()
+        self.admin: AdminResponder | None = None
+        self.port: int | None = None
+        self._services: list[Service] = []
+        self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []
+        self._shutdown = trio.Event()
+        self._started = False
+
+    # -- composition --------------------------------------------------------------------------
+
+    def add_service(self, service: Service) -> None:
+        """Run ``service(nursery)`` while the broker serves."""
+        self._services.append(service)
+
+    def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None:
+        """Call ``hook`` for every new WebSocket connection (before its first message)."""
+        self._connection_hooks.append(hook)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start_adapters(self) -> None:
+        """Start every adapter once (import a chain, verify upstreams, load keys)."""
+        if self._started:
+            return
+        self._started = True
+        seen: set[int] = set()
+        for network in self.networks:
+            if id(network.adapter) not in seen:
+                seen.add(id(network.adapter))
+                await network.adapter.start()
+        for accounts in self.networks.account_adapters():
+            await accounts.start()
+
+    async def serve(
+        self,
+        host: str,
+        port: int,
+        *,
+        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve HTTP and WebSocket on ``host:port`` until :meth:`shutdown`."""
+        if self.dev_mode and not is_loopback(host):
+            raise ValueError(
+                f"refusing to bind {host} with the dev API key: configure --api-key to serve beyond loopback"
+            )
+        await self.start_adapters()
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        self.port = listeners[0].socket.getsockname()[1]
+        try:
+            async with trio.open_nursery() as services:
+                for service in self._services:
+                    await service(services)
+                services.start_soon(self._heartbeat)
+                async with trio.open_nursery() as handlers:
+                    accepting = trio.CancelScope()
+                    handlers.start_soon(self._accept, listeners, handlers, accepting)
+                    task_status.started(self.port)
+                    await self._shutdown.wait()
+                    accepting.cancel()
+                    for conn in list(self.connections):
+                        conn.close(frames.CLOSE_GOING_AWAY, "server shutting down")
+                    handlers.cancel_scope.deadline = (
+                        trio.current_time() + self.limits.shutdown_grace
+                    )
+                services.cancel_scope.cancel()
+        finally:
+            for network in self.networks:
+                with trio.CancelScope(shield=True):
+                    await network.adapter.aclose()
+
+    def shutdown(self) -> None:
+        """Begin the graceful stop."""
+        self._shutdown.set()
+
+    async def _accept(
+        self,
+        listeners: list[trio.SocketListener],
+        handlers: trio.Nursery,
+        accepting: trio.CancelScope,
+    ) -> None:
+        with accepting:
+            await trio.serve_listeners(self._handle, listeners, handler_nursery=handlers)
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        # One connection's failure must never reach the listener (it would stop the server).
+        try:
+            await serve_http(stream, self.respond, body_limit=self.limits.http_body)
+        except Exception:
+            log.exception("connection handler failed")
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await trio.sleep(self.limits.ping_interval)
+            for conn in list(self.connections):
+                if conn.awaiting_pong:
+                    conn.close(frames.CLOSE_PING_TIMEOUT, "ping timeout")
+                else:
+                    conn.ping()
+
+    # -- HTTP -----------------------------------------------------------------------------------
+
+    def authenticate(self, key: str | None) -> bool:
+        return key is not None and key in self.api_keys
+
+    async def respond(self, request: HttpRequest) -> HttpResponse | Upgrade:
+        """Answer one HTTP request (or accept its WebSocket upgrade)."""
+        target = route(request.target)
+        if target is None:
+            return json_error(404, ServerError("not found"))
+        if target.endpoint is Endpoint.HEALTH:
+            return self._health()
+        if target.endpoint is Endpoint.METRICS:
+            return HttpResponse(
+                200, self.metrics.render(), [(b"content-type", METRICS_CONTENT_TYPE.encode())]
+            )
+        if target.endpoint is Endpoint.ADMIN:
+            if self.admin is None:
+                return json_error(404, ServerError("admin API not enabled"))
+            if request.method == b"OPTIONS":
+                return HttpResponse(204)
+            return await self.admin(request)
+        if request.method == b"OPTIONS":
+            return HttpResponse(204)
+        network = self.networks.by_name(target.network)
+        if network is None:
+            return json_error(404, ServerError(f"unknown network {target.network!r}"))
+        if not self.authenticate(target.api_key):
+            return json_error(401, Unauthenticated())
+        origin = (request.header(b"origin") or b"-").decode("latin-1")
+        context = CallContext(network, target.api_key or "", origin)
+        if target.endpoint is Endpoint.WEBSOCKET:
+            return self._upgrade(request, context)
+        if request.method != b"POST":
+            return HttpResponse(
+                405,
+                b"method not allowed",
+                [(b"allow", b"POST, OPTIONS")],
+            )
+        content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
+        if content_type != b"application/json":
+            return HttpResponse(415, b"invalid content type, only application/json is supported")
+        reply = await self.dispatcher.handle(request.body, context)
+        return HttpResponse(200, reply or b"", JSON_HEADERS)
+
+    def _health(self) -> HttpResponse:
+        body = msgspec.json.encode(
+            {
+                "status": "ok",
+                "networks": [{"name": n.name, "chain": n.chain} for n in self.networks],
+                "connections": len(self.connections),
+            }
+        )
+        return HttpResponse(200, body, JSON_HEADERS)
+
+    # -- WebSocket ------------------------------------------------------------------------------
+
+    def _upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
+        handshake = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
+        try:
+            handshake.initiate_upgrade_connection(request.headers, request.target)
+            for _event in handshake.events():
+                pass
+            accept = handshake.send(wse.AcceptConnection())
+        except (WsHandshakeError, RpcError) as exc:
+            return HttpResponse(400, str(exc).encode())
+        return self._websocket_session(accept, context)
+
+    def _websocket_session(self, accept: bytes, context: CallContext) -> Upgrade:
+        async def run(stream: trio.SocketStream, request: HttpRequest, trailing: bytes) -> None:
+            await stream.send_all(accept)
+            async with trio.open_nursery() as nursery:
+                conn = WebSocketConnection(
+                    stream,
+                    nursery,
+                    self.dispatcher,
+                    context,
+                    max_message=self.limits.ws_message,
+                    max_inflight=self.limits.max_inflight,
+                    outbox_limit=self.limits.outbox,
+                    on_slow_consumer=self._slow_consumer,
+                )
+                self.connections.add(conn)
+                self.metrics.connections.inc()
+                conn.on_close(self._forget)
+                for hook in self._connection_hooks:
+                    hook(conn)
+                nursery.start_soon(conn.serve, trailing)
+
+        return run
+
+    def _slow_consumer(self, conn: WebSocketConnection) -> None:
+        self.metrics.slow_consumers.inc()
+        log.warning("closing %r: slow consumer (%d bytes unsent)", conn, conn.outbox.backlog_size)
+
+    def _forget(self, conn: WebSocketConnection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.metrics.connections.dec()

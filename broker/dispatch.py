@@ -1,0 +1,129 @@
+"""From a frame or body to its reply: decoding, routing each call, mapping errors.
+
+This is the one place where :class:`broker.errors.RpcError` becomes a JSON-RPC error object, and
+where an unexpected exception becomes -32603 (logged, never shown to the client).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from msgspec import Raw
+
+from broker.errors import InternalError, MethodNotFound, RpcError
+from broker.networks import Network, Networks
+from schemas.jsonrpc import (
+    NULL_ID,
+    BadCall,
+    Item,
+    decode_message,
+    error_bytes,
+    join_batch,
+    result_bytes,
+)
+
+if TYPE_CHECKING:
+    from broker.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class Peer(Protocol):
+    """What a handler may use of the connection a call came on (WebSocket connections only)."""
+
+    @property
+    def open(self) -> bool: ...
+
+    def send_message(self, payload: bytes) -> bool: ...
+
+
+@dataclass(slots=True)
+class CallContext:
+    """Who is calling, on which network, over which connection (None over HTTP)."""
+
+    network: Network
+    api_key: str
+    origin: str
+    peer: Peer | None = None
+
+
+Handler = Callable[[CallContext, Raw], Awaitable[Any]]
+ChainCall = Callable[[CallContext, str, str, Raw], Awaitable[Any]]
+
+
+class Dispatcher:
+    """Routes calls: broker-level handlers first, then the network's adapters."""
+
+    def __init__(self, networks: Networks, metrics: Metrics) -> None:
+        self._networks = networks
+        self._metrics = metrics
+        self._handlers: dict[str, Handler] = {}
+        self._fallbacks: list[ChainCall] = []
+
+    def register(self, method: str, handler: Handler) -> None:
+        """Serve ``method`` with ``handler`` instead of passing it to the chain adapter."""
+        self._handlers[method] = handler
+
+    def add_fallback(self, fallback: ChainCall) -> None:
+        """Try ``fallback`` for a method the chain adapter does not serve (e.g. account methods).
+
+        A fallback raises :class:`MethodNotFound` for methods it does not serve either.
+        """
+        self._fallbacks.append(fallback)
+
+    async def handle(self, data: bytes, ctx: CallContext) -> bytes | None:
+        """The reply to one frame or body; None when nothing is to be sent (notifications only)."""
+        try:
+            message = decode_message(data)
+        except RpcError as exc:
+            return error_bytes(NULL_ID, exc)
+        if not message.batch:
+            return await self._reply(message.items[0], ctx)
+        replies = []
+        for item in message.items:
+            reply = await self._reply(item, ctx)
+            if reply is not None:
+                replies.append(reply)
+        return join_batch(replies) if replies else None
+
+    async def _reply(self, item: Item, ctx: CallContext) -> bytes | None:
+        if isinstance(item, BadCall):
+            return error_bytes(item.id, item.error)
+        started = time.perf_counter()
+        error: RpcError | None = None
+        try:
+            result = await self.call(ctx, item.method, item.params)
+        except RpcError as exc:
+            error = exc
+        except Exception:
+            log.exception("%s failed", item.method)
+            error = InternalError()
+        self._metrics.observe_request(item.method, time.perf_counter() - started, error)
+        if item.id is None:
+            return None
+        if error is not None:
+            return error_bytes(item.id, error)
+        return result_bytes(item.id, result)
+
+    async def call(self, ctx: CallContext, method: str, params: Raw) -> Any:
+        """Run one call and return its result (raises ``RpcError``)."""
+        handler = self._handlers.get(method)
+        if handler is not None:
+            return await handler(ctx, params)
+        return await self.call_chain(ctx, ctx.network.chain, method, params)
+
+    async def call_chain(self, ctx: CallContext, chain: str, method: str, params: Raw) -> Any:
+        """Run a chain method on ``chain``: its chain adapter, then the fallbacks."""
+        network = self._networks.by_chain(chain)
+        if network is not None and method in network.adapter.methods(chain):
+            return await network.adapter.call(chain, method, params)
+        for fallback in self._fallbacks:
+            try:
+                return await fallback(ctx, chain, method, params)
+            except MethodNotFound:
+                continue
+        raise MethodNotFound(method)

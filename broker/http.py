@@ -1,0 +1,163 @@
+"""HTTP/1.1 connections (h11): JSON-RPC over POST, health, metrics, admin, and the WebSocket upgrade.
+
+Keep-alive is supported; an idle connection is closed after ``IDLE_TIMEOUT``. A request body over the
+limit gets 413 before it is read; a ``Content-Type`` other than JSON gets 415, as geth answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+import h11
+import trio
+
+from broker.errors import InvalidRequest, RpcError
+from schemas.jsonrpc import NULL_ID, error_bytes
+
+log = logging.getLogger(__name__)
+
+IDLE_TIMEOUT: Final = 75.0
+HEADER_LIMIT: Final = 32 * 1024
+JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+CORS_HEADERS: Final = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"POST, GET, OPTIONS"),
+    (b"access-control-allow-headers", b"content-type, authorization"),
+    (b"access-control-max-age", b"86400"),
+]
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    """A request head with its body (read in full, within the limit)."""
+
+    method: bytes
+    target: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes = b""
+
+    def header(self, name: bytes) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(slots=True)
+class HttpResponse:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[bytes, bytes]] | None = None
+
+
+Upgrade = Callable[[trio.SocketStream, HttpRequest, bytes], Awaitable[None]]
+"""Takes over the stream for a WebSocket: the request head and the bytes after it."""
+
+Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
+
+
+def json_error(status: int, error: RpcError) -> HttpResponse:
+    """A status with a JSON-RPC error body (401 for a missing key, 413, ...)."""
+    return HttpResponse(status, error_bytes(NULL_ID, error), JSON_HEADERS)
+
+
+def is_websocket_upgrade(request: HttpRequest) -> bool:
+    upgrade = request.header(b"upgrade")
+    connection = request.header(b"connection") or b""
+    return (
+        upgrade is not None and upgrade.lower() == b"websocket" and b"upgrade" in connection.lower()
+    )
+
+
+async def _next_event(
+    stream: trio.SocketStream, conn: h11.Connection
+) -> h11.Event | type[h11.PAUSED]:
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event  # type: ignore[return-value]
+        data = await stream.receive_some(65536)
+        conn.receive_data(data)
+
+
+async def _send(stream: trio.SocketStream, conn: h11.Connection, response: HttpResponse) -> None:
+    headers = list(response.headers or [])
+    headers.extend(CORS_HEADERS)
+    headers.append((b"content-length", str(len(response.body)).encode()))
+    if conn.their_state is not h11.DONE:  # body not read (413, early error): don't keep alive
+        headers.append((b"connection", b"close"))
+    data = conn.send(h11.Response(status_code=response.status, headers=headers))
+    data = (
+        (data or b"") + (conn.send(h11.Data(data=response.body)) or b"") if response.body else data
+    )
+    data = (data or b"") + (conn.send(h11.EndOfMessage()) or b"")
+    await stream.send_all(data)
+
+
+async def serve_http(stream: trio.SocketStream, respond: Responder, *, body_limit: int) -> None:
+    """Serve one TCP connection until it closes, is idle too long, or upgrades to a WebSocket."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=HEADER_LIMIT)
+    try:
+        while True:
+            with trio.move_on_after(IDLE_TIMEOUT):
+                event = await _next_event(stream, conn)
+            if not isinstance(event, h11.Request):
+                return  # idle timeout, ConnectionClosed, or a stray event
+            request = HttpRequest(event.method, event.target, list(event.headers))
+            if is_websocket_upgrade(request):
+                outcome = await respond(request)
+                if isinstance(outcome, HttpResponse):
+                    await _send(stream, conn, outcome)
+                    return
+                trailing, _closed = conn.trailing_data
+                await outcome(stream, request, bytes(trailing))
+                return
+            length = request.header(b"content-length")
+            if length is not None and length.isdigit() and int(length) > body_limit:
+                await _send(
+                    stream,
+                    conn,
+                    json_error(413, InvalidRequest(f"request body larger than {body_limit} bytes")),
+                )
+                return
+            body = bytearray()
+            while True:
+                part = await _next_event(stream, conn)
+                if isinstance(part, h11.Data):
+                    body += part.data
+                    if len(body) > body_limit:
+                        await _send(
+                            stream,
+                            conn,
+                            json_error(
+                                413, RpcError(f"request body larger than {body_limit} bytes")
+                            ),
+                        )
+                        return
+                elif isinstance(part, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            request.body = bytes(body)
+            outcome = await respond(request)
+            assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
+            await _send(stream, conn, outcome)
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                return
+            conn.start_next_cycle()
+    except h11.RemoteProtocolError as exc:
+        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            with contextlib.suppress(
+                h11.LocalProtocolError, trio.BrokenResourceError, trio.ClosedResourceError
+            ):
+                await _send(
+                    stream,
+                    conn,
+                    HttpResponse(exc.error_status_hint, exc.args[0].encode() if exc.args else b""),
+                )
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass

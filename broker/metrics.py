@@ -1,0 +1,70 @@
+"""Prometheus metrics of one broker (its own registry, so several brokers can share a process)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+if TYPE_CHECKING:
+    from broker.errors import RpcError
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    """The counters and gauges scopecast exports at ``GET /metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.connections = Gauge("scopecast_connections", "Open WebSocket connections", registry=r)
+        self.sessions = Gauge("scopecast_sessions", "Active multichain sessions", registry=r)
+        self.subscriptions = Gauge(
+            "scopecast_subscriptions", "Active subscriptions", ["kind"], registry=r
+        )
+        self.notifications = Counter(
+            "scopecast_notifications", "Notifications delivered to connections", registry=r
+        )
+        self.slow_consumers = Counter(
+            "scopecast_slow_consumer_disconnects",
+            "Connections closed because they could not keep up",
+            registry=r,
+        )
+        self.reorgs = Counter(
+            "scopecast_reorgs", "Chain reorganisations seen", ["chain"], registry=r
+        )
+        self.reorg_depth = Histogram(
+            "scopecast_reorg_depth",
+            "Blocks orphaned per reorganisation",
+            ["chain"],
+            buckets=(1, 2, 3, 5, 8, 13, 21, 34, 64, 128),
+            registry=r,
+        )
+        self.requests = Counter(
+            "scopecast_requests", "JSON-RPC calls answered", ["method", "outcome"], registry=r
+        )
+        self.latency = Histogram(
+            "scopecast_request_seconds",
+            "JSON-RPC call latency",
+            ["method"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10),
+            registry=r,
+        )
+        self._known_methods: set[str] = set()
+
+    def observe_request(self, method: str, seconds: float, error: RpcError | None) -> None:
+        # Unknown method names come from clients: fold them so they cannot grow the label set.
+        if method not in self._known_methods:
+            if error is not None and error.code == -32601:
+                method = "unknown"
+            elif len(self._known_methods) < 512:
+                self._known_methods.add(method)
+            else:
+                method = "other"
+        self.requests.labels(method, "error" if error is not None else "ok").inc()
+        self.latency.labels(method).observe(seconds)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)

@@ -1,0 +1,169 @@
+"""A connection's outbound byte path: direct non-blocking writes, a bounded backlog.
+
+Fan-out calls :meth:`Outbox.send` for thousands of connections per event, so it never awaits and
+never wakes a task when the socket can take the bytes at once (the common case). Only when the
+kernel buffer is full are the unsent frames kept, and a flusher task is started that waits for the
+socket to become writable and writes the backlog with one ``writev``. Past ``limit`` unsent bytes the
+peer is a slow consumer: the queued frames are dropped (a frame already half-written is finished so
+the stream stays well-formed), a final frame (the close frame) is queued in their place, and
+``on_overflow`` is called so that the connection can end itself. Messages are never silently skipped:
+after an overflow nothing more is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable
+from itertools import islice
+from typing import Final
+
+import trio
+
+DEFAULT_LIMIT: Final = 4 * 1024 * 1024
+_IOV_BATCH: Final = 512  # below IOV_MAX (1024 on Linux)
+
+
+class Outbox:
+    """Writes frames to one socket without awaiting, keeping at most ``limit`` bytes unsent."""
+
+    __slots__ = (
+        "_backlog",
+        "_backlog_size",
+        "_fd",
+        "_flushing",
+        "_head_offset",
+        "_nursery",
+        "_on_overflow",
+        "_overflow_frame",
+        "_sock",
+        "accepting",
+        "broken",
+        "limit",
+        "overflowed",
+    )
+
+    def __init__(
+        self,
+        sock: trio.socket.SocketType,
+        nursery: trio.Nursery,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        overflow_frame: bytes = b"",
+        on_overflow: Callable[[], None] | None = None,
+    ) -> None:
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._nursery = nursery
+        self._backlog: deque[bytes] = deque()
+        self._backlog_size = 0
+        self._head_offset = 0  # bytes of _backlog[0] already written
+        self._flushing = False
+        self._overflow_frame = overflow_frame
+        self._on_overflow = on_overflow
+        self.limit = limit
+        self.accepting = True
+        self.overflowed = False
+        self.broken = False
+
+    @property
+    def backlog_size(self) -> int:
+        """Bytes accepted but not yet written to the socket."""
+        return self._backlog_size
+
+    def send(self, frame: bytes) -> bool:
+        """Queue one whole frame for the peer; False if nothing more is accepted."""
+        if not self.accepting:
+            return False
+        if not self._backlog:
+            try:
+                written = os.write(self._fd, frame)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._break()
+                return False
+            if written == len(frame):
+                return True
+            self._head_offset = written
+            self._backlog_size = -written
+        self._backlog.append(frame)
+        self._backlog_size += len(frame)
+        if self._backlog_size > self.limit:
+            self._overflow()
+            return False
+        self._ensure_flusher()
+        return True
+
+    def send_last(self, frame: bytes) -> None:
+        """Queue a final frame (a close frame) and accept nothing after it."""
+        if self.accepting:
+            self.send(frame)
+            self.accepting = False
+
+    async def drain(self) -> None:
+        """Wait until everything queued has been written, or the socket broke."""
+        while self._backlog and not self.broken:
+            await trio.lowlevel.wait_writable(self._sock)
+            self._write_backlog()
+        await trio.lowlevel.checkpoint()
+
+    def stop(self) -> None:
+        """Forget the backlog and accept nothing more (the socket is about to close)."""
+        self.accepting = False
+        self.broken = True
+        self._backlog.clear()
+        self._backlog_size = 0
+
+    def _overflow(self) -> None:
+        self.overflowed = True
+        self.accepting = False
+        partial = self._backlog[0] if self._head_offset else None
+        self._backlog.clear()
+        if partial is not None:
+            self._backlog.append(partial)
+        if self._overflow_frame:
+            self._backlog.append(self._overflow_frame)
+        self._backlog_size = sum(map(len, self._backlog)) - self._head_offset
+        if self._backlog:
+            self._ensure_flusher()
+        if self._on_overflow is not None:
+            self._on_overflow()
+
+    def _break(self) -> None:
+        self.stop()
+
+    def _ensure_flusher(self) -> None:
+        if not self._flushing:
+            self._flushing = True
+            self._nursery.start_soon(self._flush)
+
+    async def _flush(self) -> None:
+        try:
+            while self._backlog and not self.broken:
+                await trio.lowlevel.wait_writable(self._sock)
+                self._write_backlog()
+        except (trio.ClosedResourceError, OSError):
+            self._break()
+        finally:
+            self._flushing = False
+
+    def _write_backlog(self) -> None:
+        if self.broken or not self._backlog:
+            return
+        buffers: list[bytes | memoryview] = list(islice(self._backlog, _IOV_BATCH))
+        if self._head_offset:
+            buffers[0] = memoryview(buffers[0])[self._head_offset :]
+        try:
+            written = os.writev(self._fd, buffers)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._break()
+            return
+        self._backlog_size -= written
+        written += self._head_offset
+        backlog = self._backlog
+        while backlog and written >= len(backlog[0]):
+            written -= len(backlog.popleft())
+        self._head_offset = written

@@ -1,0 +1,51 @@
+"""URL routing: which endpoint a request target names (sans-io).
+
+``/v3/<KEY>`` and ``/ws/v3/<KEY>`` reach the default network; ``/<network>/v3/<KEY>`` and
+``/<network>/ws/v3/<KEY>`` a named one. ``/healthz``, ``/metrics`` and ``/admin`` stand alone.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+
+class Endpoint(enum.Enum):
+    RPC = "rpc"
+    WEBSOCKET = "ws"
+    HEALTH = "healthz"
+    METRICS = "metrics"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The endpoint of a target, with the network name (None: default) and the API key given."""
+
+    endpoint: Endpoint
+    network: str | None = None
+    api_key: str | None = None
+
+
+_STANDALONE = {
+    "healthz": Endpoint.HEALTH,
+    "metrics": Endpoint.METRICS,
+    "admin": Endpoint.ADMIN,
+}
+
+
+def route(target: bytes) -> Route | None:
+    """The route of a request target, or None when no endpoint has that path."""
+    path = target.split(b"?", 1)[0].decode("latin-1")
+    parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+    if len(parts) == 1 and parts[0] in _STANDALONE:
+        return Route(_STANDALONE[parts[0]])
+    network: str | None = None
+    if parts and parts[0] not in ("v3", "ws"):
+        network, parts = parts[0], parts[1:]
+    if len(parts) in (1, 2) and parts[0] == "v3":
+        return Route(Endpoint.RPC, network, parts[1] if len(parts) == 2 else None)
+    if len(parts) in (2, 3) and parts[:2] == ["ws", "v3"]:
+        return Route(Endpoint.WEBSOCKET, network, parts[2] if len(parts) == 3 else None)
+    return None

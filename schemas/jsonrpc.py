@@ -1,0 +1,147 @@
+"""The JSON-RPC 2.0 envelope: decoding requests (single or batch) and encoding replies.
+
+Params stay undecoded (:class:`msgspec.Raw`) until the method is known, and the ``id`` is kept as
+its raw JSON bytes so that it is echoed exactly as sent (number, string or null). Replies are built
+by concatenating already-encoded parts; nothing is encoded twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from broker.errors import InvalidRequest, ParseError, RpcError
+
+MAX_BATCH: Final = 1000
+EMPTY_PARAMS: Final = Raw(b"[]")
+NULL_ID: Final = b"null"
+
+_ID_FIRST_BYTES: Final = frozenset(b'"-0123456789n')
+
+
+class _Envelope(msgspec.Struct):
+    method: str
+    jsonrpc: str = ""
+    id: Raw | UnsetType = UNSET
+    params: Raw | UnsetType = UNSET
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_batch_decoder: Final = msgspec.json.Decoder(list[Raw])
+_any_decoder: Final = msgspec.json.Decoder()
+_encoder: Final = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One well-formed request. ``id`` is the raw JSON id, or None for a notification."""
+
+    method: str
+    params: Raw
+    id: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class BadCall:
+    """A batch element or message that is JSON but not a valid request; answered with ``error``."""
+
+    error: RpcError
+    id: bytes = NULL_ID
+
+
+Item = Call | BadCall
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A decoded frame or body: its items and whether it was a batch."""
+
+    items: list[Item]
+    batch: bool
+
+
+def _decode_item(data: bytes | Raw) -> Item:
+    try:
+        env = _envelope_decoder.decode(data)
+    except msgspec.ValidationError:
+        # JSON of the wrong shape is -32600, but msgspec may report a shape error before it sees
+        # that the text is not JSON at all (``42 garbage``): only a full parse tells them apart.
+        _any_decoder.decode(data)
+        return BadCall(InvalidRequest())
+    raw_id: bytes | None = None
+    if env.id is not UNSET:
+        raw_id = bytes(env.id)
+        if raw_id[0] not in _ID_FIRST_BYTES:  # objects, arrays, booleans are not ids
+            return BadCall(InvalidRequest())
+    if env.jsonrpc != "2.0":
+        return BadCall(InvalidRequest(), raw_id or NULL_ID)
+    params = EMPTY_PARAMS if env.params is UNSET else env.params
+    return Call(env.method, params, raw_id)
+
+
+def decode_message(data: bytes) -> Message:
+    """Decode one frame or body. Raises :class:`ParseError` when it is not JSON at all, and
+    :class:`InvalidRequest` for an empty or oversized batch (answered with a single error)."""
+    start = data.lstrip()[:1]
+    if start == b"[":
+        try:
+            elements = _batch_decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise ParseError() from exc
+        if not elements:
+            raise InvalidRequest("empty batch")
+        if len(elements) > MAX_BATCH:
+            raise InvalidRequest("batch too large")
+        return Message([_decode_item(e) for e in elements], batch=True)
+    try:
+        return Message([_decode_item(data)], batch=False)
+    except msgspec.DecodeError as exc:
+        raise ParseError() from exc
+
+
+def encode(value: Any) -> bytes:
+    """Encode any JSON value (``Raw`` is embedded as is)."""
+    return _encoder.encode(value)
+
+
+def result_bytes(raw_id: bytes, result: Any) -> bytes:
+    """A success reply."""
+    return b'{"jsonrpc":"2.0","id":' + raw_id + b',"result":' + _encoder.encode(result) + b"}"
+
+
+def error_object(error: RpcError) -> dict[str, Any]:
+    """The ``error`` member for ``error``."""
+    obj: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not UNSET:
+        obj["data"] = error.data
+    return obj
+
+
+def error_bytes(raw_id: bytes, error: RpcError) -> bytes:
+    """A failure reply."""
+    return (
+        b'{"jsonrpc":"2.0","id":'
+        + raw_id
+        + b',"error":'
+        + _encoder.encode(error_object(error))
+        + b"}"
+    )
+
+
+def notification_bytes(method: str, params: Any) -> bytes:
+    """A notification (no id), as the wallet sends ``wallet_notify`` and friends."""
+    return (
+        b'{"jsonrpc":"2.0","method":'
+        + _encoder.encode(method)
+        + b',"params":'
+        + _encoder.encode(params)
+        + b"}"
+    )
+
+
+def join_batch(replies: list[bytes]) -> bytes:
+    """A batch reply from its encoded members."""
+    return b"[" + b",".join(replies) + b"]"
