@@ -20,9 +20,12 @@ import wsproto
 import wsproto.events as wse
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
-from broker import frames
+from broker import frames, stream_methods
+from broker.bus import EventBus, MemoryBus
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import RpcError, ServerError
+from broker.events import ChainEvent
+from broker.filters import FilterRegistry
 from broker.http import (
     JSON_HEADERS,
     HttpRequest,
@@ -31,10 +34,12 @@ from broker.http import (
     json_error,
     serve_http,
 )
+from broker.ingest import ChainIngestion
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
 from broker.networks import Networks
 from broker.routing import Endpoint, route
+from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
 
 log = logging.getLogger(__name__)
@@ -84,6 +89,8 @@ class Broker:
         *,
         api_keys: Collection[str] = (),
         limits: Limits | None = None,
+        bus: EventBus | None = None,
+        ingest: bool = True,
     ) -> None:
         self.networks = networks
         self.limits = limits or Limits()
@@ -98,6 +105,13 @@ class Broker:
         self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []
         self._shutdown = trio.Event()
         self._started = False
+        self.bus = bus or MemoryBus()
+        self.hub = SubscriptionHub(self.metrics)
+        self.filters = FilterRegistry(self._get_logs)
+        self.on_connect(lambda conn: conn.on_close(self.hub.drop_connection))
+        stream_methods.install(self)
+        self.add_service(self._start_event_path)
+        self._ingest = ingest
 
     # -- composition --------------------------------------------------------------------------
 
@@ -108,6 +122,27 @@ class Broker:
     def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None:
         """Call ``hook`` for every new WebSocket connection (before its first message)."""
         self._connection_hooks.append(hook)
+
+    async def _get_logs(self, chain: str, spec: dict[str, object]) -> object:
+        network = self.networks.by_chain(chain)
+        if network is None:
+            raise ServerError(f"no network serves {chain}")
+        return await network.adapter.call(
+            chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
+        )
+
+    def _deliver(self, event: ChainEvent) -> None:
+        self.hub.publish(event)
+        self.filters.on_event(event)
+
+    async def _start_event_path(self, nursery: trio.Nursery) -> None:
+        chains = [network.chain for network in self.networks]
+        await nursery.start(self.bus.serve_reader, chains, self._deliver)
+        nursery.start_soon(self.filters.serve_expiry)
+        if self._ingest:
+            for network in self.networks:
+                ingestion = ChainIngestion(network.adapter, network.chain, self.bus, self.metrics)
+                await nursery.start(ingestion.serve)
 
     # -- lifecycle ------------------------------------------------------------------------------
 

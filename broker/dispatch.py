@@ -35,10 +35,14 @@ log = logging.getLogger(__name__)
 class Peer(Protocol):
     """What a handler may use of the connection a call came on (WebSocket connections only)."""
 
+    state: dict[str, object]
+
     @property
     def open(self) -> bool: ...
 
     def send_message(self, payload: bytes) -> bool: ...
+
+    def send_frame(self, frame: bytes) -> bool: ...
 
 
 @dataclass(slots=True)

@@ -1,0 +1,192 @@
+"""Polled filters: ``eth_newFilter``, ``eth_newBlockFilter``, ``eth_getFilterChanges``,
+``eth_getFilterLogs``, ``eth_uninstallFilter`` (geth semantics).
+
+Filters are fed by the same chain events as subscriptions, so ``eth_getFilterChanges`` returns what
+happened since the last poll, including logs removed by a reorganisation. ``eth_getFilterLogs`` runs
+the filter's whole query through ``eth_getLogs``. A filter not polled for ``FILTER_TIMEOUT`` is
+removed. A filter belongs to the API key that created it; other keys get ``filter not found``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from broker.errors import InvalidParams, LimitExceeded, ServerError, missing_argument
+from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.logfilter import LogCriteria, parse_criteria
+
+FILTER_TIMEOUT: Final = 15 * 60.0
+MAX_BUFFERED: Final = 10_000
+_REMOVED_FALSE: Final = b'"removed":false'
+_REMOVED_TRUE: Final = b'"removed":true'
+_TAGS: Final = frozenset({"latest", "earliest", "pending", "safe", "finalized"})
+
+GetLogs = Callable[[str, dict[str, Any]], Awaitable[Any]]
+"""``await get_logs(chain, filter_object)``: the chain's ``eth_getLogs``."""
+
+
+def _bound(value: Any, name: str) -> int | None:
+    """A numeric block bound, or None for a tag / absent (no bound on live changes)."""
+    if value is None or value in _TAGS:
+        return None
+    if isinstance(value, str) and value.startswith("0x"):
+        try:
+            return int(value, 16)
+        except ValueError:
+            pass
+    raise InvalidParams(f"invalid argument 0: invalid {name} {value!r}")
+
+
+@dataclass(slots=True)
+class _Filter:
+    id: str
+    api_key: str
+    chain: str
+    kind: str  # "logs" | "blocks"
+    spec: dict[str, Any] = field(default_factory=dict)
+    criteria: LogCriteria | None = None
+    from_block: int | None = None
+    to_block: int | None = None
+    buffer: list[msgspec.Raw | str] = field(default_factory=list)
+    overflowed: bool = False
+    last_poll: float = 0.0
+
+
+class FilterRegistry:
+    """The installed filters of this process."""
+
+    def __init__(self, get_logs: GetLogs) -> None:
+        self._get_logs = get_logs
+        self._filters: dict[str, _Filter] = {}
+
+    def __len__(self) -> int:
+        return len(self._filters)
+
+    def new_log_filter(self, api_key: str, chain: str, params: Any) -> str:
+        if not isinstance(params, list):
+            raise InvalidParams("non-array args")
+        if not params:
+            raise missing_argument(0)
+        spec = params[0]
+        if not isinstance(spec, dict):
+            raise InvalidParams("invalid argument 0: filter must be an object")
+        has_hash = "blockHash" in spec or "blockhash" in spec
+        if has_hash and ("fromBlock" in spec or "toBlock" in spec):
+            raise InvalidParams(
+                "invalid argument 0: cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other"
+            )
+        criteria = parse_criteria(spec)
+        return self._install(
+            _Filter(
+                "",
+                api_key,
+                chain,
+                "logs",
+                spec=spec,
+                criteria=criteria,
+                from_block=_bound(spec.get("fromBlock"), "fromBlock"),
+                to_block=_bound(spec.get("toBlock"), "toBlock"),
+            )
+        )
+
+    def new_block_filter(self, api_key: str, chain: str) -> str:
+        return self._install(_Filter("", api_key, chain, "blocks"))
+
+    def _install(self, flt: _Filter) -> str:
+        flt.id = "0x" + secrets.token_hex(16)
+        flt.last_poll = trio.current_time()
+        self._filters[flt.id] = flt
+        return flt.id
+
+    def _lookup(self, api_key: str, params: Any) -> _Filter:
+        if not isinstance(params, list):
+            raise InvalidParams("non-array args")
+        if not params:
+            raise missing_argument(0)
+        flt = self._filters.get(params[0]) if isinstance(params[0], str) else None
+        if flt is None or flt.api_key != api_key:
+            raise ServerError("filter not found")
+        flt.last_poll = trio.current_time()
+        return flt
+
+    def changes(self, api_key: str, params: Any) -> list[msgspec.Raw | str]:
+        """What the filter saw since the last poll."""
+        flt = self._lookup(api_key, params)
+        if flt.overflowed:
+            flt.overflowed = False
+            flt.buffer = []
+            raise LimitExceeded(
+                f"filter changes exceeded {MAX_BUFFERED} entries since the last poll; poll more often"
+            )
+        found, flt.buffer = flt.buffer, []
+        return found
+
+    async def logs(self, api_key: str, params: Any) -> Any:
+        """Every log matching the filter (``eth_getLogs`` with its criteria)."""
+        flt = self._lookup(api_key, params)
+        if flt.kind != "logs":
+            raise ServerError("filter not found")
+        if flt.spec.get("fromBlock") == "pending":
+            raise InvalidParams(
+                "invalid argument 0: pending is not supported as fromBlock of a filter"
+            )
+        return await self._get_logs(flt.chain, flt.spec)
+
+    def uninstall(self, api_key: str, params: Any) -> bool:
+        try:
+            flt = self._lookup(api_key, params)
+        except ServerError:
+            return False
+        del self._filters[flt.id]
+        return True
+
+    def expire(self, now: float) -> int:
+        """Remove filters not polled for ``FILTER_TIMEOUT``; returns how many."""
+        stale = [f.id for f in self._filters.values() if now - f.last_poll > FILTER_TIMEOUT]
+        for fid in stale:
+            del self._filters[fid]
+        return len(stale)
+
+    def on_event(self, event: ChainEvent) -> None:
+        """Record a chain event in every filter it concerns."""
+        for flt in self._filters.values():
+            if flt.chain != event.chain or flt.overflowed:
+                continue
+            if flt.kind == "blocks":
+                if isinstance(event, HeadEvent):
+                    self._append(flt, event.block.hash)
+            elif isinstance(event, LogsEvent):
+                number = event.block.number
+                if flt.from_block is not None and number < flt.from_block:
+                    continue
+                if flt.to_block is not None and number > flt.to_block:
+                    continue
+                criteria = flt.criteria
+                assert criteria is not None
+                for log in event.block.logs:
+                    if criteria.matches(log.address, log.topics):
+                        data = (
+                            log.json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1)
+                            if event.removed
+                            else log.json
+                        )
+                        self._append(flt, msgspec.Raw(data))
+
+    @staticmethod
+    def _append(flt: _Filter, item: msgspec.Raw | str) -> None:
+        if len(flt.buffer) >= MAX_BUFFERED:
+            flt.overflowed = True
+            return
+        flt.buffer.append(item)
+
+    async def serve_expiry(self) -> None:
+        """Remove stale filters once a minute, until cancelled."""
+        while True:
+            await trio.sleep(60)
+            self.expire(trio.current_time())

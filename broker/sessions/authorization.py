@@ -1,0 +1,93 @@
+"""What a session allows: ``wallet_invokeMethod`` calls, notifications, signing accounts.
+
+Every check takes the session as stored (or None) and the current time: an expired session allows
+nothing, exactly like no session.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from broker.errors import InvalidParams, Unauthorized
+from broker.sessions.model import Session, is_expired
+from schemas.caip import WALLET, ScopeObject, is_chain_id
+
+
+class InvokeRequest(msgspec.Struct, frozen=True):
+    """Validated ``wallet_invokeMethod`` params.
+
+    Attributes:
+        scope: The chain key the call is for (``eip155:1``, ``wallet``, ``wallet:eip155``).
+        method: The inner method.
+        params: The inner params as decoded JSON: a list or an object (``[]`` when absent).
+    """
+
+    scope: str
+    method: str
+    params: list[Any] | dict[str, Any]
+
+
+def parse_invoke_method(params: object) -> InvokeRequest:
+    """Validate ``wallet_invokeMethod`` params ``{scope, request: {method, params}}``.
+
+    Raises:
+        InvalidParams: the params do not have that shape (-32602).
+    """
+    if not isinstance(params, dict):
+        raise InvalidParams("wallet_invokeMethod params must be an object")
+    scope = params.get("scope")
+    if not isinstance(scope, str) or not (scope == WALLET or is_chain_id(scope)):
+        raise InvalidParams("scope must be a CAIP-2 chain id")
+    request = params.get("request")
+    if not isinstance(request, dict):
+        raise InvalidParams("request must be an object")
+    method = request.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidParams("request.method must be a non-empty string")
+    inner: object = request.get("params", [])
+    if not isinstance(inner, list | dict):
+        raise InvalidParams("request.params must be an array or an object")
+    return InvokeRequest(scope=scope, method=method, params=inner)
+
+
+def granted_scope(session: Session | None, scope: str, now: datetime) -> ScopeObject | None:
+    """The scope as granted in a live session, or None."""
+    if session is None or is_expired(session, now):
+        return None
+    return session.scopes.get(scope)
+
+
+def authorize_invoke(
+    session: Session | None, request: InvokeRequest, *, now: datetime
+) -> ScopeObject:
+    """Check that a live session grants ``request.method`` on ``request.scope``.
+
+    Returns:
+        The granted scope (its ``accounts`` bound what the call may sign with).
+
+    Raises:
+        Unauthorized: no live session, scope not granted, or method not granted there (4100).
+    """
+    scope = granted_scope(session, request.scope, now)
+    if scope is None or request.method not in scope.methods:
+        raise Unauthorized()
+    return scope
+
+
+def is_notification_granted(
+    session: Session | None, scope: str, notification: str, *, now: datetime
+) -> bool:
+    """Whether a live session lets ``notification`` reach the dapp on ``scope`` (``wallet_notify``)."""
+    granted = granted_scope(session, scope, now)
+    return granted is not None and notification in granted.notifications
+
+
+def permitted_addresses(session: Session | None, scope: str, *, now: datetime) -> tuple[str, ...]:
+    """The addresses a live session permits on ``scope`` (EVM ones lowercase ``0x`` hex)."""
+    granted = granted_scope(session, scope, now)
+    if granted is None:
+        return ()
+    return tuple(account.rpartition(":")[2] for account in granted.accounts)

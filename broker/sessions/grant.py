@@ -1,0 +1,159 @@
+"""Granting a session: what is requested, cut down to what is served and what was approved.
+
+The I/O shell drives three steps, with the approval policy in the middle::
+
+    request = parse_create_session(params, now=now)          # -32602, 5300, 5301, 5302
+    offer = apply_support(request, supported)                # 5100, 5101, 5102
+    accounts, keep = await policy.approve(identity, offer)   # the shell's; 4001 on a no
+    session = grant(offer, identity=identity, supported=supported, accounts=accounts,
+                    keep=keep, now=now, max_expiry=max_expiry)
+
+:func:`grant` applies the support lookup again (it is idempotent), so a granted scope never holds
+more than is served even if the shell skips the middle step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeAlias
+
+import msgspec
+
+from broker.errors import (
+    InvalidSessionProperties,
+    MethodsUnsupported,
+    NetworksUnsupported,
+    NotificationsNotSupported,
+    UserRejected,
+)
+from broker.sessions.model import DEFAULT_MAX_EXPIRY, Identity, Session, SessionRequest, as_utc
+from schemas.caip import ScopeObject, is_chain_id, normalize_address
+
+
+@dataclass(frozen=True, slots=True)
+class ChainSupport:
+    """What the broker serves on one chain key: callable methods and deliverable notifications."""
+
+    methods: frozenset[str]
+    notifications: frozenset[str]
+
+
+SupportLookup: TypeAlias = Mapping[str, ChainSupport] | Callable[[str], ChainSupport | None]
+"""Per chain key, what is served (None or absent: nobody serves that chain)."""
+
+
+def support_of(supported: SupportLookup, chain: str) -> ChainSupport | None:
+    """What ``supported`` says about ``chain``."""
+    if isinstance(supported, Mapping):
+        return supported.get(chain)
+    return supported(chain)
+
+
+def apply_support(request: SessionRequest, supported: SupportLookup) -> SessionRequest:
+    """Cut a request down to what is served: the offer to show the approval policy.
+
+    Scopes whose chain nobody serves are dropped; the others keep only the requested methods and
+    notifications that are served there, and all requested accounts.
+
+    Raises:
+        NetworksUnsupported: no requested chain is served (5100).
+        MethodsUnsupported: methods were requested on the served chains, and none is served (5101).
+        NotificationsNotSupported: likewise for notifications (5102).
+    """
+    wanted: dict[str, ScopeObject] = {}
+    offered: dict[str, ScopeObject] = {}
+    for chain, scope in request.scopes.items():
+        support = support_of(supported, chain)
+        if support is None:
+            continue
+        wanted[chain] = scope
+        offered[chain] = ScopeObject(
+            methods=tuple(m for m in scope.methods if m in support.methods),
+            notifications=tuple(n for n in scope.notifications if n in support.notifications),
+            accounts=scope.accounts,
+        )
+    if not offered:
+        raise NetworksUnsupported()
+    if _any(wanted, "methods") and not _any(offered, "methods"):
+        raise MethodsUnsupported()
+    if _any(wanted, "notifications") and not _any(offered, "notifications"):
+        raise NotificationsNotSupported()
+    return msgspec.structs.replace(request, scopes=offered)
+
+
+def _any(scopes: Mapping[str, ScopeObject], field: str) -> bool:
+    return any(getattr(scope, field) for scope in scopes.values())
+
+
+def grant(
+    request: SessionRequest,
+    *,
+    identity: Identity,
+    supported: SupportLookup,
+    accounts: Mapping[str, Sequence[str]],
+    now: datetime,
+    max_expiry: timedelta = DEFAULT_MAX_EXPIRY,
+    keep: Collection[str] | None = None,
+) -> Session:
+    """The session granted for a request once the approval policy has said yes.
+
+    Args:
+        request: The validated request, or the offer :func:`apply_support` made of it.
+        identity: Whose session it is.
+        supported: What is served per chain key.
+        accounts: Per chain key, the addresses the policy chose (``0x`` hex for EVM chains; any
+            case). Every granted scope gets ``accounts``, empty for chains not listed here.
+        now: The current time (timezone-aware).
+        max_expiry: The longest the session may live; a later requested expiry is capped to it.
+        keep: The chain keys the operator approved, when it narrowed the request; None keeps all.
+
+    Raises:
+        NetworksUnsupported, MethodsUnsupported, NotificationsNotSupported: as
+            :func:`apply_support` (5100, 5101, 5102).
+        UserRejected: ``keep`` leaves no scope: the operator approved nothing (4001).
+        InvalidSessionProperties: the requested expiry has passed while approval ran (5302).
+        ValueError: the shell passed bad arguments (an address that is not one, accounts for the
+            chainless ``wallet`` scope, a naive ``now``, a non-positive ``max_expiry``): a bug,
+            which the shell answers with 5000.
+    """
+    now = as_utc(now)
+    if max_expiry <= timedelta(0):
+        raise ValueError("max_expiry must be positive")
+    offer = apply_support(request, supported)
+    scopes = {
+        chain: ScopeObject(
+            methods=scope.methods,
+            notifications=scope.notifications,
+            accounts=_granted_accounts(chain, accounts.get(chain, ())),
+        )
+        for chain, scope in offer.scopes.items()
+        if keep is None or chain in keep
+    }
+    if not scopes:
+        raise UserRejected()
+    return Session(
+        identity=identity,
+        scopes=scopes,
+        expiry=_capped_expiry(offer.expiry, now, max_expiry),
+        global_config=offer.global_config,
+        created_at=now,
+    )
+
+
+def _granted_accounts(chain: str, addresses: Sequence[str]) -> tuple[str, ...]:
+    if not addresses:
+        return ()
+    if not is_chain_id(chain):
+        raise ValueError(f"scope {chain!r} names no chain and cannot hold accounts")
+    return tuple(dict.fromkeys(f"{chain}:{normalize_address(chain, a)}" for a in addresses))
+
+
+def _capped_expiry(requested: datetime | None, now: datetime, max_expiry: timedelta) -> datetime:
+    latest = now + max_expiry
+    # Whole seconds: the stored expiry is exactly the one reported in sessionProperties.
+    expiry = (latest if requested is None else min(requested, latest)).replace(microsecond=0)
+    if expiry <= now:
+        raise InvalidSessionProperties("sessionProperties.expiry must be in the future")
+    return expiry

@@ -1,0 +1,168 @@
+"""CAIP-217 scopes objects: validation and normalisation to one scope per chain.
+
+A scopes object maps scope keys to scope objects. A key is either a CAIP-2 chain id (``eip155:1``,
+``wallet:eip155``) or a bare namespace (``eip155``, ``wallet``). A bare namespace stands for the
+chains listed in its ``references``; CAIP-25 and CAIP-217 say an absent or empty ``references``
+authorises *no* chain of the namespace, never all of them, so such a key normalises to nothing.
+The one exception is ``wallet``, which names the wallet's own chainless functions and stays a key.
+
+Faults raise :class:`~broker.errors.InvalidParams` naming the scope and what is wrong, except a
+``scopedProperties`` key inside a scope object, which is CAIP-25's 5301 and is looked for first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from broker.errors import InvalidParams, ScopedPropertiesInsideScope
+from schemas.caip import (
+    WALLET,
+    ScopeObject,
+    is_chain_id,
+    is_namespace,
+    is_reference,
+    parse_account_id,
+)
+
+_SCOPE_PROPERTIES = frozenset({"references", "methods", "notifications", "accounts"})
+
+
+def reject_nested_scoped_properties(scopes_objects: Iterable[tuple[str, object]]) -> None:
+    """Raise 5301 when any scope object carries ``scopedProperties``.
+
+    Runs before every other scope check so that this key gets its own code rather than the generic
+    "unknown property" error, whatever else is wrong with the request.
+
+    Args:
+        scopes_objects: ``(field name, scopes object)`` pairs; values that are not objects are
+            left for :func:`parse_scopes` to reject.
+    """
+    for field, scopes in scopes_objects:
+        if not isinstance(scopes, dict):
+            continue
+        for key, scope in scopes.items():
+            if isinstance(scope, dict) and "scopedProperties" in scope:
+                raise ScopedPropertiesInsideScope(
+                    f"{_where(field, key)}: scopedProperties can only be outside of sessionScopes"
+                )
+
+
+def parse_scopes(scopes: object, *, field: str) -> dict[str, ScopeObject]:
+    """Validate a scopes object and normalise it to one :class:`ScopeObject` per chain key.
+
+    Namespace keys expand into one chain key per reference, each keeping only its own accounts;
+    keys that end up equal are merged (union of methods, notifications and accounts, first-seen
+    order). Requested ``accounts`` default to ``()``.
+
+    Args:
+        scopes: The decoded JSON value of the scopes object.
+        field: The params member it came from, for error messages (``optionalScopes``).
+
+    Raises:
+        ScopedPropertiesInsideScope: a scope object has a ``scopedProperties`` key (5301).
+        InvalidParams: anything else is malformed.
+    """
+    reject_nested_scoped_properties([(field, scopes)])
+    if not isinstance(scopes, dict):
+        raise InvalidParams(f"{field} must be an object")
+    normalized: dict[str, ScopeObject] = {}
+    for key, scope in scopes.items():
+        merge_into(normalized, _parse_scope(field, key, scope))
+    return normalized
+
+
+def merge_into(target: dict[str, ScopeObject], scopes: Mapping[str, ScopeObject]) -> None:
+    """Add ``scopes`` to ``target``, merging scopes with the same key (CAIP-25: no duplicate keys)."""
+    for key, scope in scopes.items():
+        existing = target.get(key)
+        target[key] = scope if existing is None else merge_scope(existing, scope)
+
+
+def merge_scope(first: ScopeObject, second: ScopeObject) -> ScopeObject:
+    """The union of two scopes of the same key, first-seen order kept."""
+    return ScopeObject(
+        methods=_union(first.methods, second.methods),
+        notifications=_union(first.notifications, second.notifications),
+        accounts=_union(first.accounts, second.accounts),
+    )
+
+
+def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def _where(field: str, key: object) -> str:
+    return f"{field}[{key!r}]"
+
+
+def _parse_scope(field: str, key: object, scope: object) -> dict[str, ScopeObject]:
+    where = _where(field, key)
+    if not isinstance(key, str) or not (is_chain_id(key) or is_namespace(key)):
+        raise InvalidParams(f"{where}: scope key is neither a CAIP-2 chain id nor a namespace")
+    if not isinstance(scope, dict):
+        raise InvalidParams(f"{where}: scope must be an object")
+    unknown = sorted(str(name) for name in scope if name not in _SCOPE_PROPERTIES)
+    if unknown:
+        raise InvalidParams(f"{where}: unsupported scope property {unknown[0]!r}")
+    methods = _names(where, scope, "methods")
+    notifications = _names(where, scope, "notifications")
+    chains = _chains(where, key, scope)
+    accounts = _accounts(where, scope, chains)
+    return {
+        chain: ScopeObject(
+            methods=methods,
+            notifications=notifications,
+            accounts=tuple(account for account, owner in accounts if owner == chain),
+        )
+        for chain in chains
+    }
+
+
+def _names(where: str, scope: dict[Any, Any], name: str) -> tuple[str, ...]:
+    """A required array of method or notification names, duplicates dropped."""
+    if name not in scope:
+        raise InvalidParams(f"{where}: {name} is required")
+    value = scope[name]
+    if not isinstance(value, list) or not all(
+        isinstance(item, str) and item.strip() for item in value
+    ):
+        raise InvalidParams(f"{where}: {name} must be an array of non-empty strings")
+    return tuple(dict.fromkeys(value))
+
+
+def _chains(where: str, key: str, scope: dict[Any, Any]) -> tuple[str, ...]:
+    """The chain keys a scope object stands for."""
+    if is_chain_id(key):
+        if "references" in scope:
+            raise InvalidParams(f"{where}: references are not allowed on a key that names a chain")
+        return (key,)
+    if "references" not in scope:
+        # A bare namespace without references authorises no chain; `wallet` is a scope of its own.
+        return (key,) if key == WALLET else ()
+    references = scope["references"]
+    if not isinstance(references, list) or not all(
+        is_reference(reference, key) for reference in references
+    ):
+        raise InvalidParams(f"{where}: references must be an array of {key} chain references")
+    return tuple(dict.fromkeys(f"{key}:{reference}" for reference in references))
+
+
+def _accounts(where: str, scope: dict[Any, Any], chains: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The requested accounts as ``(CAIP-10 id, chain)`` pairs, each on one of ``chains``."""
+    if "accounts" not in scope:
+        return []
+    value = scope["accounts"]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidParams(f"{where}: accounts must be an array of CAIP-10 account ids")
+    accounts: dict[str, str] = {}
+    for text in value:
+        try:
+            account = parse_account_id(text)
+        except ValueError as exc:
+            raise InvalidParams(f"{where}: {exc}") from None
+        chain = str(account.chain)
+        if chain not in chains:
+            raise InvalidParams(f"{where}: account {text!r} is not on a chain of this scope")
+        accounts[str(account)] = chain
+    return list(accounts.items())

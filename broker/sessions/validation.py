@@ -1,0 +1,117 @@
+"""Validation of ``wallet_createSession`` params into a :class:`SessionRequest`.
+
+Checks run in a fixed order, so a request with several faults always gets the same error:
+
+1. params is not an object: -32602;
+2. a scope object carries ``scopedProperties``: 5301 (before any other scope check);
+3. ``requiredScopes`` / ``optionalScopes`` malformed: -32602 naming the scope and the fault;
+4. ``scopedProperties`` malformed: 5300;
+5. ``sessionProperties`` malformed: 5302.
+
+Other params members (``sessionId`` and future extensions) are ignored, as CAIP-25 asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from copy import deepcopy
+from datetime import UTC, datetime
+from typing import Any
+
+from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
+from broker.sessions.model import SessionRequest, as_utc
+from broker.sessions.scopes import merge_into, parse_scopes, reject_nested_scoped_properties
+from schemas.caip import ScopeObject
+
+_SCOPES_FIELDS = ("requiredScopes", "optionalScopes")
+
+
+def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
+    """Validate and normalise ``wallet_createSession`` params.
+
+    Required scopes are treated as optional: both are merged into one scope per chain key.
+
+    Args:
+        params: The decoded JSON value of the request's params (any JSON value).
+        now: The current time (timezone-aware); ``sessionProperties.expiry`` must be after it.
+
+    Raises:
+        InvalidParams: params or a scope is malformed (-32602).
+        ScopedPropertiesInsideScope: a scope object carries ``scopedProperties`` (5301).
+        InvalidScopedProperties: ``scopedProperties`` is malformed (5300).
+        InvalidSessionProperties: ``sessionProperties`` is malformed (5302).
+    """
+    now = as_utc(now)
+    if not isinstance(params, dict):
+        raise InvalidParams("wallet_createSession params must be an object")
+    present = [(field, params[field]) for field in _SCOPES_FIELDS if field in params]
+    reject_nested_scoped_properties(present)
+    scopes: dict[str, ScopeObject] = {}
+    # Keys as requested (`eip155`) and as normalised (`eip155:1`): what scopedProperties may name.
+    requested: set[str] = set()
+    for field, value in present:
+        parsed = parse_scopes(value, field=field)
+        merge_into(scopes, parsed)
+        requested.update(parsed)
+        if isinstance(value, dict):  # always, once parse_scopes accepted it
+            requested.update(value)
+    scoped_properties = _scoped_properties(params, requested)
+    expiry, global_config = _session_properties(params, now)
+    return SessionRequest(
+        scopes=scopes,
+        expiry=expiry,
+        global_config=global_config,
+        scoped_properties=scoped_properties,
+    )
+
+
+def _scoped_properties(params: dict[Any, Any], requested: set[str]) -> dict[str, Mapping[str, Any]]:
+    """``scopedProperties``: a non-empty object of objects, each keyed by a requested scope.
+
+    A key may be a scope key as requested (``eip155``) or one of the chain keys it expands to
+    (``eip155:1``): both name a requested scope.
+    """
+    if "scopedProperties" not in params:
+        return {}
+    value = params["scopedProperties"]
+    if not isinstance(value, dict) or not value:
+        raise InvalidScopedProperties("scopedProperties must be a non-empty object")
+    for key, properties in value.items():
+        if key not in requested:
+            raise InvalidScopedProperties(f"scopedProperties[{key!r}]: not a requested scope")
+        if not isinstance(properties, dict):
+            raise InvalidScopedProperties(f"scopedProperties[{key!r}] must be an object")
+    # Copies, so that a session never shares mutable JSON with the caller's params.
+    return deepcopy(value)
+
+
+def _session_properties(
+    params: dict[Any, Any], now: datetime
+) -> tuple[datetime | None, Mapping[str, Any]]:
+    """``sessionProperties``: the requested expiry and global config; other members are dropped."""
+    if "sessionProperties" not in params:
+        return None, {}
+    value = params["sessionProperties"]
+    if not isinstance(value, dict) or not value:
+        raise InvalidSessionProperties("sessionProperties must be a non-empty object")
+    expiry = _expiry(value["expiry"], now) if "expiry" in value else None
+    global_config = value.get("globalConfig", {})
+    if not isinstance(global_config, dict):
+        raise InvalidSessionProperties("sessionProperties.globalConfig must be an object")
+    return expiry, deepcopy(global_config)
+
+
+def _expiry(value: object, now: datetime) -> datetime:
+    """A requested expiry: ISO 8601 text of a moment after ``now``; without an offset it is UTC."""
+    if not isinstance(value, str):
+        raise InvalidSessionProperties("sessionProperties.expiry must be an ISO 8601 timestamp")
+    try:
+        expiry = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidSessionProperties(
+            "sessionProperties.expiry must be an ISO 8601 timestamp"
+        ) from None
+    expiry = expiry.replace(tzinfo=UTC) if expiry.tzinfo is None else expiry.astimezone(UTC)
+    if expiry <= now:
+        raise InvalidSessionProperties("sessionProperties.expiry must be in the future")
+    return expiry

@@ -1,0 +1,62 @@
+"""The broker-level node methods: subscriptions (WebSocket only) and polled filters.
+
+They are served by the broker itself, on top of the chain events, for every adapter alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from broker.dispatch import CallContext
+from broker.errors import NotificationsUnsupported
+
+if TYPE_CHECKING:
+    from broker.app import Broker
+
+
+def _decode(params: msgspec.Raw) -> Any:
+    return msgspec.json.decode(params)
+
+
+def install(broker: Broker) -> None:
+    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``broker``."""
+    hub = broker.hub
+    filters = broker.filters
+
+    async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
+        if ctx.peer is None:
+            raise NotificationsUnsupported()
+        return hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
+
+    async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
+        if ctx.peer is None:
+            raise NotificationsUnsupported()
+        args = _decode(params)
+        sub_id = args[0] if isinstance(args, list) and args else None
+        return hub.unsubscribe(ctx.peer, sub_id)
+
+    async def new_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
+        return filters.new_log_filter(ctx.api_key, ctx.network.chain, _decode(params))
+
+    async def new_block_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
+        return filters.new_block_filter(ctx.api_key, ctx.network.chain)
+
+    async def filter_changes(ctx: CallContext, params: msgspec.Raw) -> Any:
+        return filters.changes(ctx.api_key, _decode(params))
+
+    async def filter_logs(ctx: CallContext, params: msgspec.Raw) -> Any:
+        return await filters.logs(ctx.api_key, _decode(params))
+
+    async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
+        return filters.uninstall(ctx.api_key, _decode(params))
+
+    register = broker.dispatcher.register
+    register("eth_subscribe", subscribe)
+    register("eth_unsubscribe", unsubscribe)
+    register("eth_newFilter", new_filter)
+    register("eth_newBlockFilter", new_block_filter)
+    register("eth_getFilterChanges", filter_changes)
+    register("eth_getFilterLogs", filter_logs)
+    register("eth_uninstallFilter", uninstall_filter)

@@ -1,0 +1,112 @@
+"""The JSON-RPC envelope: decoding every shape a client may send, encoding replies."""
+
+import json
+
+import pytest
+
+from broker.errors import InvalidParams, InvalidRequest, ParseError
+from schemas.jsonrpc import (
+    MAX_BATCH,
+    BadCall,
+    Call,
+    decode_message,
+    error_bytes,
+    join_batch,
+    notification_bytes,
+    result_bytes,
+)
+
+
+def test_single_call_keeps_params_raw_and_id_exact() -> None:
+    message = decode_message(b'{"jsonrpc":"2.0","id":1.50,"method":"m","params":[1,{"a":2}]}')
+    assert not message.batch
+    (call,) = message.items
+    assert isinstance(call, Call)
+    assert call.method == "m"
+    assert call.id == b"1.50"
+    assert bytes(call.params) == b'[1,{"a":2}]'
+
+
+@pytest.mark.parametrize("raw_id", [b'"abc"', b"null", b"-7", b"12345678901234567890"])
+def test_ids_are_echoed_byte_for_byte(raw_id: bytes) -> None:
+    (call,) = decode_message(b'{"jsonrpc":"2.0","id":' + raw_id + b',"method":"m"}').items
+    assert isinstance(call, Call)
+    assert call.id == raw_id
+    assert result_bytes(call.id, True).startswith(b'{"jsonrpc":"2.0","id":' + raw_id + b",")
+
+
+def test_notification_has_no_id_and_default_params() -> None:
+    (call,) = decode_message(b'{"jsonrpc":"2.0","method":"n"}').items
+    assert isinstance(call, Call)
+    assert call.id is None
+    assert bytes(call.params) == b"[]"
+
+
+@pytest.mark.parametrize("text", [b"{bad", b"", b"42 trailing", b'[{"jsonrpc":"2.0"', b"\xff\xfe"])
+def test_not_json_is_a_parse_error(text: bytes) -> None:
+    with pytest.raises(ParseError):
+        decode_message(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"42",
+        b'"str"',
+        b"{}",
+        b'{"jsonrpc":"2.0","id":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":5}',
+        b'{"jsonrpc":"2.0","id":{},"method":"m"}',
+        b'{"jsonrpc":"2.0","id":[1],"method":"m"}',
+        b'{"jsonrpc":"2.0","id":true,"method":"m"}',
+        b'{"jsonrpc":"1.0","id":1,"method":"m"}',
+        b'{"id":1,"method":"m"}',
+    ],
+)
+def test_json_that_is_not_a_request_is_invalid(text: bytes) -> None:
+    (item,) = decode_message(text).items
+    assert isinstance(item, BadCall)
+    assert isinstance(item.error, InvalidRequest)
+
+
+def test_wrong_version_keeps_the_id() -> None:
+    (item,) = decode_message(b'{"jsonrpc":"1.0","id":9,"method":"m"}').items
+    assert isinstance(item, BadCall)
+    assert item.id == b"9"
+
+
+def test_batch_mixes_good_and_bad_items() -> None:
+    message = decode_message(
+        b'[{"jsonrpc":"2.0","id":1,"method":"a"}, 3, {"jsonrpc":"2.0","method":"n"}]'
+    )
+    assert message.batch
+    kinds = [type(i).__name__ for i in message.items]
+    assert kinds == ["Call", "BadCall", "Call"]
+
+
+def test_empty_and_oversized_batches_are_rejected_whole() -> None:
+    with pytest.raises(InvalidRequest, match="empty batch"):
+        decode_message(b"[]")
+    big = b"[" + b",".join([b'{"jsonrpc":"2.0","id":1,"method":"a"}'] * (MAX_BATCH + 1)) + b"]"
+    with pytest.raises(InvalidRequest, match="batch too large"):
+        decode_message(big)
+    assert (
+        len(decode_message(big.replace(b',{"jsonrpc":"2.0","id":1,"method":"a"}]', b"]", 1)).items)
+        == MAX_BATCH
+    )
+
+
+def test_encoded_replies_are_valid_json_rpc() -> None:
+    ok = json.loads(result_bytes(b'"x"', {"a": [1, None]}))
+    assert ok == {"jsonrpc": "2.0", "id": "x", "result": {"a": [1, None]}}
+    null_result = json.loads(result_bytes(b"1", None))
+    assert null_result == {"jsonrpc": "2.0", "id": 1, "result": None}
+    err = json.loads(error_bytes(b"null", InvalidParams("missing value for required argument 0")))
+    assert err == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32602, "message": "missing value for required argument 0"},
+    }
+    note = json.loads(notification_bytes("wallet_notify", {"scope": "eip155:1"}))
+    assert note == {"jsonrpc": "2.0", "method": "wallet_notify", "params": {"scope": "eip155:1"}}
+    assert json.loads(join_batch([result_bytes(b"1", 1), result_bytes(b"2", 2)]))[1]["result"] == 2
