@@ -1,0 +1,121 @@
+"""Settings: a TOML file (``--config``) decoded with msgspec into typed structs; CLI flags override it.
+
+Shape (every key optional but ``chain`` of a network)::
+
+    [server]
+    host = "127.0.0.1"          # --host
+    port = 8545                 # --port
+    api_keys = ["k1"]           # --api-key, SCOPECAST_API_KEYS
+    approval = "auto"           # --approval: auto | manual
+    approval_timeout = 300      # seconds a parked request waits for the operator
+    admin_token = "..."         # --admin-token, SCOPECAST_ADMIN_TOKEN
+    redis_url = "redis://..."   # --redis-url, REDIS_URL
+    max_session_expiry = 604800 # seconds (7 days)
+
+    [networks.mainnet]
+    chain = "eip155:1"
+    default = true
+    upstreams = [{ http = "https://node-a.example/rpc", ws = "wss://node-a.example/ws" }]
+
+    [networks.dev]
+    chain = "eip155:1337"
+    adapter = "devchain"
+    block_time = 2
+
+    [accounts]                  # the keyring account adapter
+    mnemonic = "..."            # or keystore = "DIR" with passphrase_env
+    chains = ["eip155:1337"]
+
+Every key of a network table other than ``chain``, ``default`` and ``adapter`` is passed to the
+adapter as its options; an adapter decodes and validates its own options.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from adapters.base import NetworkSpec
+
+DEV_MNEMONIC: Final = "test test test test test test test test test test test junk"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message says where."""
+
+
+class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    host: str = "127.0.0.1"
+    port: int = 8545
+    api_keys: list[str] = msgspec.field(default_factory=list)
+    approval: Literal["auto", "manual"] = "auto"
+    approval_timeout: float = 300.0
+    admin_token: str | None = None
+    redis_url: str | None = None
+    max_session_expiry: float = 7 * 24 * 3600.0
+    stream_maxlen: int = 100_000
+
+
+class AccountsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    mnemonic: str | None = None
+    count: int = 10
+    keystore: str | None = None
+    passphrase_env: str = "SCOPECAST_KEYSTORE_PASSPHRASE"
+    chains: list[str] | None = None
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    networks: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    accounts: AccountsConfig | None = None
+    userop: dict[str, Any] | None = None
+
+
+def load_config(path: Path | None) -> Config:
+    """Read and type-check a TOML config file (an empty config when ``path`` is None)."""
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    try:
+        return msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def network_specs(config: Config) -> tuple[list[NetworkSpec], str | None]:
+    """The networks of a config, and the name of the default one (None: the first)."""
+    specs: list[NetworkSpec] = []
+    default: str | None = None
+    for name, table in config.networks.items():
+        options = dict(table)
+        chain = options.pop("chain", None)
+        if not isinstance(chain, str):
+            raise ConfigError(
+                f"networks.{name}: `chain` (a CAIP-2 id such as eip155:1) is required"
+            )
+        is_default = options.pop("default", False)
+        adapter = options.pop("adapter", None)
+        if adapter is None:
+            adapter = "upstream" if "upstreams" in options else "devchain"
+        if not isinstance(adapter, str):
+            raise ConfigError(f"networks.{name}: `adapter` must be a string")
+        if is_default is True:
+            if default is not None:
+                raise ConfigError(
+                    f"networks.{name}: only one network can be the default ({default} is)"
+                )
+            default = name
+        specs.append(NetworkSpec(name, chain, adapter, options))
+    return specs, default
+
+
+def env_list(name: str) -> list[str]:
+    """A comma-separated environment variable as a list (empty when unset)."""
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
