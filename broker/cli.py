@@ -9,31 +9,55 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import trio
 
-from adapters.base import ChainAdapter, NetworkSpec
+from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
 from adapters.registry import load
+from broker.admin import AdminApi
 from broker.app import DEV_API_KEY, Broker, is_loopback
+from broker.approvals import ApprovalPolicy
+from broker.config import Config, ConfigError, env_list, load_config, network_specs
 from broker.networks import Network, Networks
+from broker.session_service import SessionService
 
 log = logging.getLogger("scopecast")
 
 DEV_NETWORK = "dev"
 DEV_CHAIN = "eip155:1337"
+DEV_ADMIN_TOKEN = "dev"
+
+SETTINGS_HELP = """\
+settings that matter for a deployment:
+  --api-key / SCOPECAST_API_KEYS      the keys dapps put in their URLs (required off loopback)
+  --admin-token / SCOPECAST_ADMIN_TOKEN  bearer token of POST /admin (required off loopback)
+  --approval manual                   park every session and signature for the operator
+  --config FILE                       networks (upstream nodes), accounts, limits: see README
+  --redis-url / REDIS_URL             share sessions and events between web processes
+"""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scopecast", description=__doc__)
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scopecast",
+        description="A broker for CAIP-25 dapp sessions, chain notifications and node queries.",
+        epilog=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--log-level", default=os.environ.get("SCOPECAST_LOG_LEVEL", "INFO"))
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve HTTP and WebSocket JSON-RPC")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=int, default=8545, help="port to bind (default 8545; 0 = any)"
+    serve = commands.add_parser(
+        "serve",
+        help="serve HTTP and WebSocket JSON-RPC",
+        epilog=SETTINGS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    serve.add_argument("--config", type=Path, help="TOML settings file (flags override it)")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind (default 8545; 0 = any free port)")
     serve.add_argument(
         "--api-key",
         action="append",
@@ -44,22 +68,27 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--block-time",
         type=float,
-        default=0.0,
         help="dev chain: mine a block with demo token transfers every S seconds (0: on demand)",
     )
     serve.add_argument("--genesis", type=Path, help="dev chain: start from this geth genesis file")
-    serve.add_argument("--chain-file", type=Path, help="dev chain: import these RLP blocks")
-    serve.add_argument("--forkchoice", type=Path, help="dev chain: forkchoice (head) JSON file")
+    serve.add_argument("--chain-file", type=Path, help="dev chain: import these RLP-encoded blocks")
+    serve.add_argument("--forkchoice", type=Path, help="dev chain: forkchoice JSON naming the head")
+    serve.add_argument(
+        "--approval", choices=["auto", "manual"], help="who approves sessions and signatures"
+    )
+    serve.add_argument("--admin-token", help="bearer token of the operator API (POST /admin)")
+    serve.add_argument("--redis-url", help="Redis for sessions and events shared between processes")
+    serve.add_argument(
+        "--role",
+        choices=["all", "web"],
+        default="all",
+        help="all: also ingest chain events (one process); web: events come from a worker via Redis",
+    )
     return parser
 
 
-def _api_keys(cli_keys: Sequence[str]) -> list[str]:
-    env = [k.strip() for k in os.environ.get("SCOPECAST_API_KEYS", "").split(",") if k.strip()]
-    return [*cli_keys, *env]
-
-
 def _dev_network(args: argparse.Namespace) -> NetworkSpec:
-    options: dict[str, object] = {"block_time": args.block_time}
+    options: dict[str, object] = {"block_time": args.block_time or 0.0}
     chain = DEV_CHAIN
     if args.genesis is not None:
         genesis = json.loads(args.genesis.read_text())
@@ -76,22 +105,59 @@ def build_network(spec: NetworkSpec) -> Network:
     """Build the chain adapter a network spec names."""
     cls = load(spec.adapter)
     if not issubclass(cls, ChainAdapter):
-        raise SystemExit(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
+        raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     adapter = cls(spec)  # type: ignore[call-arg]
-    return Network(spec.name, spec.chain, adapter)
+    return Network(spec.name, spec.chain, adapter, direct_signing=spec.adapter == "devchain")
 
 
-def build_broker(args: argparse.Namespace) -> Broker:
-    """The broker the command line describes."""
-    networks = Networks([build_network(_dev_network(args))])
-    return Broker(networks, api_keys=_api_keys(args.api_key))
+def _accounts(config: Config, specs: Sequence[NetworkSpec]) -> AccountAdapter:
+    from adapters.keyring import KeyringAdapter
+
+    options = dict(config.accounts or {})
+    chains = options.pop("chains", None)
+    if chains is None:
+        chains = [s.chain for s in specs if s.adapter == "devchain"]
+    return KeyringAdapter.from_options(chains, options)
+
+
+def build_broker(args: argparse.Namespace, config: Config) -> Broker:
+    """The broker the command line and the config file describe."""
+    specs, default = network_specs(config)
+    if not specs:
+        specs = [_dev_network(args)]
+    elif args.block_time is not None:
+        specs = [
+            NetworkSpec(s.name, s.chain, s.adapter, {**s.options, "block_time": args.block_time})
+            if s.adapter == "devchain"
+            else s
+            for s in specs
+        ]
+    server = config.server
+    accounts = _accounts(config, specs)
+    networks = Networks(
+        [build_network(spec) for spec in specs],
+        default=default,
+        accounts=[accounts] if accounts.chains() else [],
+    )
+    api_keys = [*args.api_key, *env_list("SCOPECAST_API_KEYS")] or server.api_keys
+    broker = Broker(networks, api_keys=api_keys, ingest=args.role == "all")
+    policy = ApprovalPolicy(args.approval or server.approval, timeout=server.approval_timeout)
+    sessions = SessionService(
+        broker, policy=policy, max_expiry=timedelta(seconds=server.max_session_expiry)
+    )
+    host = args.host or server.host
+    token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
+    if token is None and is_loopback(host):
+        token = DEV_ADMIN_TOKEN
+    if token is not None:
+        AdminApi(broker, sessions, token)
+    return broker
 
 
 def _print_endpoints(broker: Broker, host: str) -> None:
     shown = host if ":" not in host else f"[{host}]"
     base = f"{shown}:{broker.port}"
-    keys = sorted(broker.api_keys)
-    key = keys[0] if broker.dev_mode else "<API_KEY>"
+    key = DEV_API_KEY if broker.dev_mode else "<API_KEY>"
     print(f"scopecast listening on http://{base}", flush=True)
     for network in broker.networks:
         prefix = "" if network is broker.networks.default else f"/{network.name}"
@@ -101,6 +167,8 @@ def _print_endpoints(broker: Broker, host: str) -> None:
     print(
         f"  health     GET http://{base}/healthz   metrics  GET http://{base}/metrics", flush=True
     )
+    if broker.admin is not None:
+        print(f"  operator   POST http://{base}/admin (Authorization: Bearer <token>)", flush=True)
     if broker.dev_mode:
         print(
             f"  dev API key: {DEV_API_KEY} (configure --api-key to serve beyond loopback)",
@@ -108,15 +176,17 @@ def _print_endpoints(broker: Broker, host: str) -> None:
         )
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    broker = build_broker(args)
-    if broker.dev_mode and not is_loopback(args.host):
+async def _serve(args: argparse.Namespace, config: Config) -> None:
+    broker = build_broker(args, config)
+    host = args.host or config.server.host
+    port = args.port if args.port is not None else config.server.port
+    if broker.dev_mode and not is_loopback(host):
         raise SystemExit(
-            f"refusing to bind {args.host} with the dev API key: pass --api-key (or SCOPECAST_API_KEYS)"
+            f"refusing to bind {host} with the dev API key: pass --api-key (or SCOPECAST_API_KEYS)"
         )
     async with trio.open_nursery() as nursery:
-        await nursery.start(broker.serve, args.host, args.port)
-        _print_endpoints(broker, args.host)
+        await nursery.start(broker.serve, host, port)
+        _print_endpoints(broker, host)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("received %s: draining connections", signal.Signals(signum).name)
@@ -126,14 +196,18 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``scopecast`` command."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    if args.command == "serve":
-        trio.run(_serve, args)
+    try:
+        config = load_config(getattr(args, "config", None))
+        if args.command == "serve":
+            trio.run(_serve, args, config)
+    except ConfigError as exc:
+        raise SystemExit(f"scopecast: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -23,8 +23,10 @@ Shape (every key optional but ``chain`` of a network)::
     block_time = 2
 
     [accounts]                  # the keyring account adapter
-    mnemonic = "..."            # or keystore = "DIR" with passphrase_env
-    chains = ["eip155:1337"]
+    chains = ["eip155:1337"]    # default: the dev chain networks
+    mnemonic = "..."            # or keystore_dir = "DIR" with passphrase_env
+    count = 10
+    [accounts.userop]           # ERC-4337 settings (entry_point, factory, bundler_url, paymaster...)
 
 Every key of a network table other than ``chain``, ``default`` and ``adapter`` is passed to the
 adapter as its options; an adapter decodes and validates its own options.
@@ -35,13 +37,11 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from adapters.base import NetworkSpec
-
-DEV_MNEMONIC: Final = "test test test test test test test test test test test junk"
 
 
 class ConfigError(ValueError):
@@ -60,19 +60,12 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     stream_maxlen: int = 100_000
 
 
-class AccountsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    mnemonic: str | None = None
-    count: int = 10
-    keystore: str | None = None
-    passphrase_env: str = "SCOPECAST_KEYSTORE_PASSPHRASE"
-    chains: list[str] | None = None
-
-
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     networks: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
-    accounts: AccountsConfig | None = None
-    userop: dict[str, Any] | None = None
+    #: The keyring account adapter's options (``chains`` = the chains it holds accounts for;
+    #: default: the dev chain networks) — see adapters/keyring.
+    accounts: dict[str, Any] | None = None
 
 
 def load_config(path: Path | None) -> Config:

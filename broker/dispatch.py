@@ -53,6 +53,9 @@ class CallContext:
     api_key: str
     origin: str
     peer: Peer | None = None
+    #: Accounts the call may sign with: a session scope's accounts inside ``wallet_invokeMethod``;
+    #: None for a direct call (which may sign only on a network that allows direct signing).
+    accounts: tuple[str, ...] | None = None
 
 
 Handler = Callable[[CallContext, Raw], Awaitable[Any]]
@@ -62,9 +65,10 @@ ChainCall = Callable[[CallContext, str, str, Raw], Awaitable[Any]]
 class Dispatcher:
     """Routes calls: broker-level handlers first, then the network's adapters."""
 
-    def __init__(self, networks: Networks, metrics: Metrics) -> None:
+    def __init__(self, networks: Networks, metrics: Metrics, *, chain_calls: bool = True) -> None:
         self._networks = networks
         self._metrics = metrics
+        self._chain_calls = chain_calls
         self._handlers: dict[str, Handler] = {}
         self._fallbacks: list[ChainCall] = []
 
@@ -118,6 +122,8 @@ class Dispatcher:
         handler = self._handlers.get(method)
         if handler is not None:
             return await handler(ctx, params)
+        if not self._chain_calls:
+            raise MethodNotFound(method)
         return await self.call_chain(ctx, ctx.network.chain, method, params)
 
     async def call_chain(self, ctx: CallContext, chain: str, method: str, params: Raw) -> Any:

@@ -15,6 +15,9 @@ class Network:
     name: str
     chain: str
     adapter: ChainAdapter
+    #: Whether account methods may be called directly (outside a session) on this network: the
+    #: embedded dev chain allows it, as a dev node would; real networks never do.
+    direct_signing: bool = False
 
 
 class Networks:

@@ -1,0 +1,127 @@
+"""The wallet operator API: ``POST /admin``, JSON-RPC, ``Authorization: Bearer <token>``.
+
+``admin_listSessions``, ``admin_updateSession {apiKey, origin, sessionScopes}``,
+``admin_revokeSession {apiKey, origin, scopes?}``, ``admin_listApprovals``,
+``admin_approve {id, accounts?, sessionScopes?}``, ``admin_reject {id}``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from broker.dispatch import CallContext, Dispatcher
+from broker.errors import InvalidParams
+from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
+from broker.sessions import Identity, create_session_result, is_expired
+
+if TYPE_CHECKING:
+    from broker.app import Broker
+    from broker.session_service import SessionService
+
+
+class AdminUnauthorized(InvalidParams):
+    code = -32001
+    default_message = "missing or wrong admin token"
+
+
+def _object(params: msgspec.Raw) -> dict[str, Any]:
+    value = msgspec.json.decode(params)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        value = value[0]  # accept [ {...} ] as well as {...}
+    if value == []:
+        value = {}
+    if not isinstance(value, dict):
+        raise InvalidParams("params must be an object")
+    return value
+
+
+def _identity(args: dict[str, Any]) -> Identity:
+    api_key, origin = args.get("apiKey"), args.get("origin", "-")
+    if not isinstance(api_key, str) or not isinstance(origin, str):
+        raise InvalidParams("apiKey and origin must be strings")
+    return Identity.of(api_key, origin)
+
+
+class AdminApi:
+    """Serves ``/admin`` for one broker."""
+
+    def __init__(self, broker: Broker, sessions: SessionService, token: str) -> None:
+        self._broker = broker
+        self._sessions = sessions
+        self._token = token.encode()
+        self._dispatcher = Dispatcher(broker.networks, broker.metrics, chain_calls=False)
+        self._context = CallContext(broker.networks.default, "admin", "admin")
+        for name in (
+            "listSessions",
+            "updateSession",
+            "revokeSession",
+            "listApprovals",
+            "approve",
+            "reject",
+        ):
+            self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
+        broker.admin = self.respond
+
+    async def respond(self, request: HttpRequest) -> HttpResponse:
+        """Answer one operator request."""
+        auth = request.header(b"authorization") or b""
+        if not hmac.compare_digest(auth, b"Bearer " + self._token):
+            return json_error(401, AdminUnauthorized())
+        if request.method != b"POST":
+            return HttpResponse(405, b"method not allowed", [(b"allow", b"POST")])
+        reply = await self._dispatcher.handle(request.body, self._context)
+        return HttpResponse(200, reply or b"", JSON_HEADERS)
+
+    async def _listSessions(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        now = datetime.now(UTC)
+        found = []
+        for session in await self._sessions.store.list_sessions():
+            if is_expired(session, now):
+                continue
+            found.append(
+                {
+                    "apiKey": session.identity.api_key,
+                    "origin": session.identity.origin,
+                    **msgspec.to_builtins(create_session_result(session)),
+                }
+            )
+        return found
+
+    async def _updateSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        args = _object(params)
+        if "sessionScopes" not in args:
+            raise InvalidParams("missing sessionScopes")
+        session = await self._sessions.update(_identity(args), args["sessionScopes"])
+        if session is None:
+            return {"sessionScopes": {}}
+        return {
+            "sessionScopes": msgspec.to_builtins(create_session_result(session))["sessionScopes"]
+        }
+
+    async def _revokeSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        args = _object(params)
+        scopes = args.get("scopes")
+        if scopes is not None and (
+            not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
+        ):
+            raise InvalidParams("scopes must be an array of strings")
+        return await self._sessions.revoke(_identity(args), scopes)
+
+    async def _listApprovals(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        return [p.describe() for p in self._sessions.policy.pending()]
+
+    async def _approve(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        args = _object(params)
+        accounts, scopes = args.get("accounts"), args.get("sessionScopes")
+        if accounts is not None and not isinstance(accounts, list):
+            raise InvalidParams("accounts must be an array")
+        if scopes is not None and not isinstance(scopes, dict):
+            raise InvalidParams("sessionScopes must be an object")
+        return self._sessions.policy.approve(str(args.get("id")), accounts=accounts, scopes=scopes)
+
+    async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        return self._sessions.policy.reject(str(_object(params).get("id")))

@@ -1,0 +1,191 @@
+"""The approval policy: who says yes to a session and to every signature.
+
+``auto`` (the dev default) answers at once: a session gets the requested accounts the wallet holds,
+or the wallet's first account when none was requested; signatures are approved. ``manual`` parks each
+request until the wallet operator approves it (optionally narrowing scopes and choosing accounts) or
+rejects it (4001) through the operator API; a request nobody answers within the timeout is rejected.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import trio
+
+from adapters.base import SigningRequest
+from broker.errors import InvalidParams, UserRejected
+from broker.sessions import Identity, SessionRequest
+from schemas.caip import parse_account_id
+
+log = logging.getLogger(__name__)
+
+HeldAccounts = Callable[[str], Sequence[str]]
+"""The wallet's accounts (lowercase addresses) on a chain."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDecision:
+    """Accounts to grant per chain, and the scope keys to keep (None: all offered)."""
+
+    accounts: Mapping[str, Sequence[str]]
+    keep: frozenset[str] | None = None
+
+
+@dataclass(slots=True)
+class PendingApproval:
+    """A request waiting for the operator."""
+
+    id: str
+    kind: Literal["session", "signature"]
+    identity: Identity
+    summary: dict[str, Any]
+    created: str
+    decided: trio.Event = field(default_factory=trio.Event)
+    approved: bool = False
+    accounts: list[str] | None = None
+    scopes: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "apiKey": self.identity.api_key,
+            "origin": self.identity.origin,
+            "created": self.created,
+            "request": self.summary,
+        }
+
+
+def auto_accounts(offer: SessionRequest, held: HeldAccounts) -> dict[str, list[str]]:
+    """The accounts ``auto`` grants: requested ∩ held, else the first held account."""
+    chosen: dict[str, list[str]] = {}
+    for chain in offer.scopes:
+        wallet = [a.lower() for a in held(chain)]
+        requested = [a.lower() for a in offer.requested_addresses(chain)]
+        if requested:
+            chosen[chain] = [a for a in requested if a in wallet]
+        else:
+            chosen[chain] = wallet[:1]
+    return chosen
+
+
+def _operator_accounts(
+    offer: SessionRequest, held: HeldAccounts, accounts: Sequence[Any]
+) -> dict[str, list[str]]:
+    # The operator names accounts as CAIP-10 ids (one chain) or plain addresses (every offered
+    # chain where the wallet holds them).
+    chosen: dict[str, list[str]] = {chain: [] for chain in offer.scopes}
+    for item in accounts:
+        if not isinstance(item, str):
+            raise InvalidParams("accounts must be strings (CAIP-10 ids or addresses)")
+        if item.count(":") == 2:
+            try:
+                account = parse_account_id(item)
+            except ValueError as exc:
+                raise InvalidParams(f"invalid account {item!r}: {exc}") from exc
+            chain, address = str(account.chain), account.address.lower()
+            targets = [chain] if chain in chosen else []
+        else:
+            address = item.lower()
+            targets = list(chosen)
+        for chain in targets:
+            if address in (a.lower() for a in held(chain)) and address not in chosen[chain]:
+                chosen[chain].append(address)
+    return chosen
+
+
+class ApprovalPolicy:
+    """Decides on sessions and signatures, at once (auto) or through the operator (manual)."""
+
+    def __init__(self, mode: Literal["auto", "manual"] = "auto", *, timeout: float = 300.0) -> None:
+        self.mode = mode
+        self.timeout = timeout
+        self._pending: dict[str, PendingApproval] = {}
+        self._ids = itertools.count(1)
+
+    def pending(self) -> list[PendingApproval]:
+        return list(self._pending.values())
+
+    async def decide_session(
+        self, identity: Identity, offer: SessionRequest, held: HeldAccounts
+    ) -> SessionDecision:
+        """Accounts and scopes for a session request (raises ``UserRejected``)."""
+        if self.mode == "auto":
+            return SessionDecision(auto_accounts(offer, held))
+        summary = {
+            "method": "wallet_createSession",
+            "scopes": {
+                chain: {
+                    "methods": list(scope.methods),
+                    "notifications": list(scope.notifications),
+                    "requestedAccounts": list(offer.requested_addresses(chain)),
+                    "walletAccounts": list(held(chain)),
+                }
+                for chain, scope in offer.scopes.items()
+            },
+        }
+        pending = await self._park("session", identity, summary)
+        keep = frozenset(pending.scopes) if pending.scopes is not None else None
+        if pending.accounts is None:
+            return SessionDecision(auto_accounts(offer, held), keep)
+        return SessionDecision(_operator_accounts(offer, held, pending.accounts), keep)
+
+    async def approve_signature(self, identity: Identity, request: SigningRequest) -> None:
+        """Return when the signature may be made; raise ``UserRejected`` otherwise."""
+        if self.mode == "auto":
+            return
+        summary = {"method": request.method, "chain": request.chain, **dict(request.summary)}
+        await self._park("signature", identity, summary)
+
+    async def _park(
+        self, kind: Literal["session", "signature"], identity: Identity, summary: dict[str, Any]
+    ) -> PendingApproval:
+        pending = PendingApproval(
+            id=str(next(self._ids)),
+            kind=kind,
+            identity=identity,
+            summary=summary,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        self._pending[pending.id] = pending
+        log.info("approval %s (%s) waiting for the operator", pending.id, kind)
+        try:
+            with trio.move_on_after(self.timeout):
+                await pending.decided.wait()
+        finally:
+            self._pending.pop(pending.id, None)
+        if not pending.decided.is_set():
+            raise UserRejected("User rejected the request.", data={"reason": "approval timed out"})
+        if not pending.approved:
+            raise UserRejected()
+        return pending
+
+    def approve(
+        self,
+        approval_id: str,
+        *,
+        accounts: list[str] | None = None,
+        scopes: dict[str, Any] | None = None,
+    ) -> bool:
+        """The operator's yes; False when no such request is waiting."""
+        pending = self._pending.get(approval_id)
+        if pending is None or pending.decided.is_set():
+            return False
+        pending.approved = True
+        pending.accounts = accounts
+        pending.scopes = scopes
+        pending.decided.set()
+        return True
+
+    def reject(self, approval_id: str) -> bool:
+        """The operator's no; False when no such request is waiting."""
+        pending = self._pending.get(approval_id)
+        if pending is None or pending.decided.is_set():
+            return False
+        pending.decided.set()
+        return True

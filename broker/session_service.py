@@ -1,0 +1,363 @@
+"""The multichain session methods on the dapp connection (the I/O shell around broker.sessions).
+
+``wallet_createSession``, ``wallet_getSession``, ``wallet_invokeMethod``, ``wallet_revokeSession``;
+``wallet_sessionChanged`` to every other connection of the identity when its scopes change; the end
+of subscriptions whose scope or notification is no longer granted; expiry. Account methods reach the
+account adapter here too, after the approval policy said yes.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from broker.approvals import ApprovalPolicy
+from broker.dispatch import CallContext
+from broker.errors import (
+    InvalidParams,
+    MethodNotFound,
+    NotificationsUnsupported,
+    RpcError,
+    Unauthorized,
+    UnknownSessionError,
+)
+from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
+from broker.sessions import (
+    ChainSupport,
+    Identity,
+    MemorySessionStore,
+    Session,
+    SessionStore,
+    apply_support,
+    authorize_invoke,
+    create_session_result,
+    decode_session,
+    diff_sessions,
+    encode_session,
+    get_session_result,
+    grant,
+    is_expired,
+    is_notification_granted,
+    parse_create_session,
+    parse_invoke_method,
+    permitted_addresses,
+    revoke_scopes,
+    session_changed_params,
+    update_scopes,
+)
+from schemas.jsonrpc import notification_bytes
+
+if TYPE_CHECKING:
+    from broker.app import Broker
+    from broker.websocket import WebSocketConnection
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_NOTIFICATION: Final = "eth_subscription"
+#: Methods the broker itself serves on every chain, beside the adapters' own.
+BROKER_METHODS: Final = frozenset(
+    {
+        "eth_subscribe",
+        "eth_unsubscribe",
+        "eth_newFilter",
+        "eth_newBlockFilter",
+        "eth_getFilterChanges",
+        "eth_getFilterLogs",
+        "eth_uninstallFilter",
+    }
+)
+EXPIRY_CHECK: Final = 5.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _decode(params: msgspec.Raw) -> Any:
+    return msgspec.json.decode(params)
+
+
+class SessionService:
+    """Sessions of the dapp identities connected to this process."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        *,
+        store: SessionStore | None = None,
+        changes: SessionChangeBus | None = None,
+        policy: ApprovalPolicy | None = None,
+        max_expiry: timedelta = timedelta(days=7),
+    ) -> None:
+        self._broker = broker
+        self._networks = broker.networks
+        self.store = store or MemorySessionStore()
+        self.changes = changes or MemoryChangeBus()
+        self.policy = policy or ApprovalPolicy()
+        self.max_expiry = max_expiry
+        self.process_id = uuid.uuid4().hex
+        self._connections: defaultdict[Identity, set[WebSocketConnection]] = defaultdict(set)
+        self._expiries: dict[Identity, datetime] = {}
+        register = broker.dispatcher.register
+        register("wallet_createSession", self._create)
+        register("wallet_getSession", self._get)
+        register("wallet_invokeMethod", self._invoke)
+        register("wallet_revokeSession", self._revoke)
+        broker.dispatcher.add_fallback(self._account_method)
+        broker.on_connect(self._track)
+        broker.add_service(self._start)
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def supported(self, chain: str) -> ChainSupport | None:
+        """What the broker serves on ``chain`` (None: no network)."""
+        if self._networks.by_chain(chain) is None:
+            return None
+        return ChainSupport(
+            methods=self._networks.methods(chain) | BROKER_METHODS,
+            notifications=self._networks.notifications(chain),
+        )
+
+    def _held(self, chain: str) -> Sequence[str]:
+        adapter = self._networks.accounts_for(chain)
+        return adapter.accounts(chain) if adapter is not None else ()
+
+    def _track(self, conn: WebSocketConnection) -> None:
+        identity = Identity.of(conn.context.api_key, conn.context.origin)
+        self._connections[identity].add(conn)
+
+        def forget(closed: WebSocketConnection) -> None:
+            conns = self._connections.get(identity)
+            if conns is not None:
+                conns.discard(closed)
+                if not conns:
+                    del self._connections[identity]
+                    self._expiries.pop(identity, None)
+
+        conn.on_close(forget)
+
+    async def _start(self, nursery: trio.Nursery) -> None:
+        await nursery.start(self.changes.serve_reader, self._on_change)
+        nursery.start_soon(self._watch_expiry)
+
+    @staticmethod
+    def _identity(ctx: CallContext) -> Identity:
+        return Identity.of(ctx.api_key, ctx.origin)
+
+    async def _current(self, identity: Identity, now: datetime) -> Session | None:
+        session = await self.store.get(identity)
+        if session is not None and is_expired(session, now):
+            return None
+        if session is not None and identity in self._connections:
+            self._expiries[identity] = session.expiry  # so that its connections hear of its end
+        return session
+
+    # -- wallet_* methods -----------------------------------------------------------------------
+
+    async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        identity = self._identity(ctx)
+        request = parse_create_session(_decode(params), now=_now())
+        offer = apply_support(request, self.supported)
+        decision = await self.policy.decide_session(identity, offer, self._held)
+        try:
+            session = grant(
+                offer,
+                identity=identity,
+                supported=self.supported,
+                accounts=decision.accounts,
+                now=_now(),
+                max_expiry=self.max_expiry,
+                keep=decision.keep,
+            )
+            previous = await self.store.get(identity)
+            await self.store.put(session)
+        except RpcError:
+            raise
+        except Exception as exc:
+            log.exception("wallet_createSession failed")
+            raise UnknownSessionError() from exc
+        if diff_sessions(previous, session).changed:
+            await self._announce(identity, session, ctx)
+        return create_session_result(session)
+
+    async def _get(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        now = _now()
+        return get_session_result(await self._current(self._identity(ctx), now), now)
+
+    async def _revoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        args = _decode(params)
+        scopes: list[str] | None = None
+        if isinstance(args, dict) and args.get("scopes") is not None:
+            raw = args["scopes"]
+            if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+                raise InvalidParams("scopes must be an array of scope strings")
+            scopes = raw
+        elif not isinstance(args, dict | list):
+            raise InvalidParams("params must be an object")
+        await self.revoke(self._identity(ctx), scopes, ctx)
+        return True
+
+    async def revoke(
+        self, identity: Identity, scopes: list[str] | None, ctx: CallContext | None = None
+    ) -> bool:
+        """Revoke some or all scopes of an identity's session; whether anything changed."""
+        try:
+            update = revoke_scopes(await self.store.get(identity), scopes)
+            if update.session is None:
+                await self.store.delete(identity)
+            else:
+                await self.store.put(update.session)
+        except RpcError:
+            raise
+        except Exception as exc:
+            log.exception("wallet_revokeSession failed")
+            raise UnknownSessionError() from exc
+        if update.changed:
+            await self._announce(identity, update.session, ctx)
+        return update.changed
+
+    async def update(self, identity: Identity, scopes: Any) -> Session | None:
+        """The operator's replacement of an identity's scopes (validated like a request)."""
+        session = await self.store.get(identity)
+        if session is None:
+            raise InvalidParams("no session for that apiKey and origin")
+        update = update_scopes(session, scopes, supported=self.supported)
+        if update.session is None:
+            await self.store.delete(identity)
+        else:
+            await self.store.put(update.session)
+        if update.changed:
+            await self._announce(identity, update.session, None)
+        return update.session
+
+    async def _invoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        now = _now()
+        request = parse_invoke_method(_decode(params))
+        identity = self._identity(ctx)
+        session = await self._current(identity, now)
+        authorize_invoke(session, request, now=now)
+        network = self._networks.by_chain(request.scope)
+        if network is None:
+            raise Unauthorized()
+        inner = request.params if request.params is not None else []
+        hub = self._broker.hub
+        if request.method in ("eth_subscribe", "eth_unsubscribe"):
+            if ctx.peer is None:
+                raise NotificationsUnsupported()
+            if request.method == "eth_subscribe":
+                if not is_notification_granted(
+                    session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now
+                ):
+                    raise Unauthorized()
+                result: Any = hub.subscribe(ctx.peer, network.chain, inner, scope=request.scope)
+            else:
+                sub_id = inner[0] if isinstance(inner, list) and inner else None
+                result = hub.unsubscribe(ctx.peer, sub_id, scope=request.scope)
+        else:
+            scoped = CallContext(
+                network,
+                ctx.api_key,
+                ctx.origin,
+                ctx.peer,
+                accounts=permitted_addresses(session, request.scope, now=now),
+            )
+            result = await self._broker.dispatcher.call(
+                scoped, request.method, msgspec.Raw(msgspec.json.encode(inner))
+            )
+        return {"scope": request.scope, "result": {"method": request.method, "result": result}}
+
+    # -- account methods ------------------------------------------------------------------------
+
+    async def _account_method(
+        self, ctx: CallContext, chain: str, method: str, params: msgspec.Raw
+    ) -> Any:
+        adapter = self._networks.accounts_for(chain)
+        if adapter is None or method not in adapter.methods(chain):
+            raise MethodNotFound(method)
+        if ctx.accounts is not None:
+            permitted: Sequence[str] = ctx.accounts
+        elif ctx.network.direct_signing and ctx.network.chain == chain:
+            permitted = adapter.accounts(chain)
+        else:
+            raise Unauthorized()
+        args = _decode(params)
+        if not isinstance(args, list):
+            raise InvalidParams("non-array args")
+        request = adapter.prepare(chain, method, args, permitted)
+        await self.policy.approve_signature(self._identity(ctx), request)
+
+        async def read(read_method: str, read_params: list[Any]) -> Any:
+            result = await self._broker.dispatcher.call_chain(
+                ctx, chain, read_method, msgspec.Raw(msgspec.json.encode(read_params))
+            )
+            return _decode(result) if isinstance(result, msgspec.Raw) else result
+
+        return await adapter.execute(request, read)
+
+    # -- telling connections ----------------------------------------------------------------------
+
+    async def _announce(
+        self, identity: Identity, session: Session | None, ctx: CallContext | None
+    ) -> None:
+        exclude = ctx.peer if ctx is not None else None
+        exclude_id = getattr(exclude, "id", None)
+        if exclude is not None:
+            self._prune(exclude, session)  # the requester's own subscriptions follow the change too
+        await self.changes.publish(
+            SessionChange(
+                identity,
+                encode_session(session) if session is not None else None,
+                source=self.process_id,
+                exclude=exclude_id if isinstance(exclude_id, int) else None,
+            )
+        )
+
+    def _on_change(self, change: SessionChange) -> None:
+        conns = self._connections.get(change.identity)
+        session = decode_session(change.session) if change.session is not None else None
+        if session is not None:
+            self._expiries[change.identity] = session.expiry
+        else:
+            self._expiries.pop(change.identity, None)
+        if not conns:
+            return
+        message = notification_bytes("wallet_sessionChanged", session_changed_params(session))
+        for conn in list(conns):
+            self._prune(conn, session)
+            if change.source == self.process_id and conn.id == change.exclude:
+                continue
+            conn.send_message(message)
+
+    def _prune(self, conn: Any, session: Session | None) -> None:
+        now = _now()
+        self._broker.hub.drop_where(
+            conn,
+            lambda sub: (
+                sub.scope is not None
+                and not is_notification_granted(
+                    session, sub.scope, SUBSCRIPTION_NOTIFICATION, now=now
+                )
+            ),
+        )
+
+    async def _watch_expiry(self) -> None:
+        while True:
+            await trio.sleep(EXPIRY_CHECK)
+            now = _now()
+            for identity, expiry in list(self._expiries.items()):
+                if expiry > now:
+                    continue
+                session = await self.store.get(identity)
+                if session is not None and not is_expired(session, now):
+                    self._expiries[identity] = session.expiry
+                    continue
+                if session is not None:
+                    await self.store.delete(identity)
+                self._on_change(SessionChange(identity, None))

@@ -1,0 +1,122 @@
+"""A real broker in the test's own trio run: built exactly as ``scopecast serve`` builds it, served
+on 127.0.0.1 port 0, with real clients (httpx, trio-websocket) talking to it over sockets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import trio
+import trio_websocket
+
+from broker.app import Broker
+from broker.cli import build_broker, parser
+from broker.config import Config
+
+
+@dataclass
+class RunningBroker:
+    broker: Broker
+    port: int
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def http_url(self, key: str = "dev", network: str | None = None) -> str:
+        prefix = f"/{network}" if network else ""
+        return f"{self.base}{prefix}/v3/{key}"
+
+    def ws_url(self, key: str = "dev", network: str | None = None) -> str:
+        prefix = f"/{network}" if network else ""
+        return f"ws://127.0.0.1:{self.port}{prefix}/ws/v3/{key}"
+
+    async def rpc(self, method: str, params: Any = (), *, key: str = "dev") -> Any:
+        """One call over HTTP; returns the whole decoded response."""
+        async with httpx.AsyncClient() as client:
+            reply = await client.post(
+                self.http_url(key),
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": method,
+                    "params": list(params) if isinstance(params, tuple) else params,
+                },
+            )
+        return reply.json()
+
+    async def admin(self, method: str, params: Any, *, token: str = "dev") -> Any:
+        async with httpx.AsyncClient() as client:
+            reply = await client.post(
+                f"{self.base}/admin",
+                json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                headers={"authorization": f"Bearer {token}"},
+            )
+        return reply.json()
+
+
+@asynccontextmanager
+async def running_broker(
+    *cli_args: str, config: Config | None = None
+) -> AsyncIterator[RunningBroker]:
+    """Serve a broker built from ``scopecast serve`` arguments; stop it on exit."""
+    args = parser().parse_args(["serve", "--port", "0", *cli_args])
+    broker = build_broker(args, config or Config())
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(broker.serve, "127.0.0.1", 0)
+        try:
+            yield RunningBroker(broker, port)
+        finally:
+            broker.shutdown()
+            nursery.cancel_scope.cancel()
+
+
+class Dapp:
+    """A dapp's WebSocket connection: calls by id, notifications kept in order."""
+
+    def __init__(self, ws: trio_websocket.WebSocketConnection) -> None:
+        self.ws = ws
+        self._next_id = 0
+        self.notifications: list[dict[str, Any]] = []
+        self._replies: dict[int, dict[str, Any]] = {}
+
+    async def call(self, method: str, params: Any = None) -> dict[str, Any]:
+        """Send one request and wait for its reply (notifications met meanwhile are kept)."""
+        self._next_id += 1
+        request_id = self._next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.ws.send_message(json.dumps(message))
+        while request_id not in self._replies:
+            await self._receive_one()
+        return self._replies.pop(request_id)
+
+    async def result(self, method: str, params: Any = None) -> Any:
+        reply = await self.call(method, params)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    async def notification(self) -> dict[str, Any]:
+        """The next notification (waits for one)."""
+        while not self.notifications:
+            await self._receive_one()
+        return self.notifications.pop(0)
+
+    async def _receive_one(self) -> None:
+        data = json.loads(await self.ws.get_message())
+        if "id" in data and "method" not in data:
+            self._replies[data["id"]] = data
+        else:
+            self.notifications.append(data)
+
+
+@asynccontextmanager
+async def dapp(url: str, *, origin: str | None = None) -> AsyncIterator[Dapp]:
+    headers: Sequence[tuple[str, str]] = [("Origin", origin)] if origin else []
+    async with trio_websocket.open_websocket_url(url, extra_headers=list(headers)) as ws:
+        yield Dapp(ws)
