@@ -27,7 +27,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck pytest

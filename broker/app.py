@@ -12,7 +12,7 @@ import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
@@ -41,6 +41,9 @@ from broker.networks import Networks
 from broker.routing import Endpoint, route
 from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
+
+if TYPE_CHECKING:
+    from broker.session_service import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,7 @@ class Broker:
         self.dev_mode = not api_keys
         self.connections: set[WebSocketConnection] = set()
         self.admin: AdminResponder | None = None
+        self.sessions: SessionService | None = None
         self.port: int | None = None
         self._services: list[Service] = []
         self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []

@@ -96,7 +96,9 @@ class SessionService:
         policy: ApprovalPolicy | None = None,
         max_expiry: timedelta = timedelta(days=7),
     ) -> None:
+        broker.sessions = self
         self._broker = broker
+        self.expiry_check = EXPIRY_CHECK
         self._networks = broker.networks
         self.store = store or MemorySessionStore()
         self.changes = changes or MemoryChangeBus()
@@ -349,7 +351,7 @@ class SessionService:
 
     async def _watch_expiry(self) -> None:
         while True:
-            await trio.sleep(EXPIRY_CHECK)
+            await trio.sleep(self.expiry_check)
             now = _now()
             for identity, expiry in list(self._expiries.items()):
                 if expiry > now:

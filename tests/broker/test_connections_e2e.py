@@ -1,0 +1,207 @@
+"""Connections that misbehave harm nobody else; slow consumers are closed; nothing leaks."""
+
+import gc
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import trio.testing
+
+from broker import frames
+from tests.support.inprocess import RunningBroker, dapp, running_broker
+from tests.support.rawws import RawWebSocket
+
+
+@pytest.fixture
+async def node() -> Any:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as running:
+            yield running
+
+
+def count_tasks() -> int:
+    def walk(task: trio.lowlevel.Task) -> int:
+        return 1 + sum(
+            walk(child) for nursery in task.child_nurseries for child in nursery.child_tasks
+        )
+
+    return walk(trio.lowlevel.current_root_task())
+
+
+async def test_garbage_keeps_the_connection_and_bad_frames_close_only_their_own(
+    node: RunningBroker,
+) -> None:
+    with trio.fail_after(30):
+        async with dapp(node.ws_url()) as bystander:
+            raw = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+            for junk in (
+                "not json",
+                "{",
+                "[]",
+                "[1,2]",
+                '{"jsonrpc":"2.0","id":1}',
+                "\u00e9\u00e9",
+            ):
+                await raw.send_text(junk)
+                reply = await raw.message()
+                assert reply is not None
+                assert reply["error"]["code"] in (-32700, -32600), (junk, reply)
+            await raw.send_text(
+                b'{"jsonrpc":"2.0","id":5,"method":"eth_chainId"}', opcode=0x2
+            )  # binary JSON
+            assert await raw.message() == {"jsonrpc": "2.0", "id": 5, "result": "0x539"}
+            await raw.send_text(b"\xff\xfe\xfd")  # a text frame that is not UTF-8: protocol error
+            assert await raw.message() is None
+            assert raw.close_code == 1007
+            raw.close()
+
+            big = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+            await big.send_text("[" + " " * (1024 * 1024 + 10) + "]")
+            assert await big.message() is None
+            assert big.close_code == frames.CLOSE_TOO_BIG
+            big.close()
+
+            # a client that sends a request and vanishes before the reply
+            for _ in range(20):
+                gone = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+                await gone.call(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "eth_getBlockByNumber",
+                        "params": ["latest", True],
+                    }
+                )
+                gone.close()
+            # a client that dies in the middle of a frame
+            torn = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+            await torn.sock.send(b"\x81\xfe\x10\x00abcd")
+            torn.close()
+
+            assert await bystander.result("eth_chainId", []) == "0x539"
+
+
+async def test_http_errors_leave_keepalive_connections_usable(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        async with httpx.AsyncClient() as client:
+            url = node.http_url()
+            assert (
+                await client.post(
+                    url, content=b"{bad", headers={"content-type": "application/json"}
+                )
+            ).json()["error"]["code"] == -32700
+            assert (
+                await client.post(url, content=b"{}", headers={"content-type": "text/plain"})
+            ).status_code == 415
+            assert (await client.get(url)).status_code == 405
+            assert (await client.post(node.http_url("nope"), json={})).status_code == 401
+            assert (await client.post(f"{node.base}/nowhere", json={})).status_code == 404
+            assert (
+                await client.post(f"{node.base}/unknown-net/v3/dev", json={})
+            ).status_code == 404
+            too_big = await client.post(
+                url,
+                content=b"[" + b" " * (5 * 1024 * 1024) + b"]",
+                headers={"content-type": "application/json"},
+            )
+            assert too_big.status_code == 413
+            ok = await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"})
+            assert ok.json() == {"jsonrpc": "2.0", "id": 1, "result": "0x539"}
+            health = (await client.get(f"{node.base}/healthz")).json()
+            assert health["status"] == "ok"
+            metrics = (await client.get(f"{node.base}/metrics")).text
+            assert "scopecast_requests_total" in metrics
+
+
+async def test_websocket_upgrade_is_refused_without_a_known_key(node: RunningBroker) -> None:
+    with trio.fail_after(10):
+        for path in ("/ws/v3/wrong", "/ws/v3"):
+            with pytest.raises(ConnectionError, match="401"):
+                await RawWebSocket.connect(node.port, path)
+
+
+async def test_a_client_that_stops_reading_is_closed_while_1000_others_get_every_head(
+    node: RunningBroker,
+) -> None:
+    blocks = 25
+    with trio.fail_after(120):
+        slow = await RawWebSocket.connect(node.port, "/ws/v3/dev", rcvbuf=4096)
+        # 1,000 subscriptions on one connection make every head ~600 KB for it: it falls behind fast
+        for i in range(1000):
+            await slow.call(
+                {"jsonrpc": "2.0", "id": i, "method": "eth_subscribe", "params": ["newHeads"]}
+            )
+        readers = [await RawWebSocket.connect(node.port, "/ws/v3/dev") for _ in range(1000)]
+        for reader in readers:
+            await reader.call(
+                {"jsonrpc": "2.0", "id": 1, "method": "eth_subscribe", "params": ["newHeads"]}
+            )
+            reply = await reader.message()
+            assert reply is not None
+            assert "result" in reply
+        received: list[list[int]] = [[] for _ in readers]
+
+        async def read(index: int) -> None:
+            while len(received[index]) < blocks:
+                note = await readers[index].message()
+                assert note is not None
+                received[index].append(int(note["params"]["result"]["number"], 16))
+
+        start = int((await node.rpc("eth_blockNumber", []))["result"], 16)
+        async with trio.open_nursery() as nursery:
+            for index in range(len(readers)):
+                nursery.start_soon(read, index)
+            for _ in range(blocks):
+                assert "error" not in await node.rpc("evm_mine", [])
+        expected = list(range(start + 1, start + blocks + 1))
+        assert all(r == expected for r in received)
+        assert node.broker.metrics.slow_consumers._value.get() == 1
+        # the slow client, reading at last, finds its stream ended by the documented close code
+        codes = []
+        while (frame := await slow.frame()) is not None:
+            if frame[0] == 0x8:
+                codes.append(slow.close_code)
+                break
+        assert codes == [frames.CLOSE_SLOW_CONSUMER]
+        for reader in readers:
+            reader.close()
+        slow.close()
+
+
+async def test_subscribe_unsubscribe_and_connection_churn_leave_nothing_behind(
+    node: RunningBroker,
+) -> None:
+    with trio.fail_after(120):
+        async with dapp(node.ws_url()) as conn:
+
+            async def cycles(count: int) -> None:
+                for i in range(count):
+                    params: list[Any] = (
+                        ["newHeads"] if i % 2 else ["logs", {"address": f"0x{i:040x}"}]
+                    )
+                    sub = await conn.result("eth_subscribe", params)
+                    assert await conn.result("eth_unsubscribe", [sub]) is True
+
+            await cycles(1000)
+            gc.collect()
+            objects_before, tasks_before = len(gc.get_objects()), count_tasks()
+            await cycles(10_000)
+            gc.collect()
+            assert node.broker.hub.count() == 0
+            assert count_tasks() <= tasks_before + 2
+            assert len(gc.get_objects()) - objects_before < 2000
+
+        baseline_tasks = count_tasks()
+        for _ in range(300):
+            raw = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+            await raw.call(
+                {"jsonrpc": "2.0", "id": 1, "method": "eth_subscribe", "params": ["newHeads"]}
+            )
+            assert await raw.message() is not None
+            raw.close()
+        await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+        assert not node.broker.connections
+        assert count_tasks() <= baseline_tasks
+        assert node.broker.hub.count() == 0
+        assert (await node.rpc("eth_chainId", []))["result"] == "0x539"

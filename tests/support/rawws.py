@@ -1,0 +1,108 @@
+"""A minimal WebSocket client on a raw trio socket, for tests that need many cheap connections or a
+peer that stops reading (trio-websocket always reads). Client frames are masked as RFC 6455 says."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import struct
+from typing import Any
+
+import trio
+
+
+class RawWebSocket:
+    def __init__(self, sock: trio.socket.SocketType) -> None:
+        self.sock = sock
+        self._buffer = bytearray()
+        self.close_code: int | None = None
+
+    @classmethod
+    async def connect(cls, port: int, path: str, *, rcvbuf: int | None = None) -> RawWebSocket:
+        sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        await sock.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        await sock.send(request.encode())
+        conn = cls(sock)
+        while b"\r\n\r\n" not in conn._buffer:
+            data = await sock.recv(65536)
+            if not data:
+                raise ConnectionError("closed during handshake")
+            conn._buffer += data
+        head, _, rest = bytes(conn._buffer).partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise ConnectionError(head.decode(errors="replace"))
+        conn._buffer = bytearray(rest)
+        return conn
+
+    async def send_text(self, text: str | bytes, *, opcode: int = 0x1) -> None:
+        payload = text.encode() if isinstance(text, str) else text
+        mask = os.urandom(4)
+        length = len(payload)
+        if length < 126:
+            header = bytes((0x80 | opcode, 0x80 | length))
+        elif length < 65536:
+            header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+        else:
+            header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        data = header + mask + masked
+        while data:
+            sent = await self.sock.send(data)
+            data = data[sent:]
+
+    async def call(self, message: dict[str, Any]) -> None:
+        await self.send_text(json.dumps(message))
+
+    async def _fill(self, need: int) -> bool:
+        while len(self._buffer) < need:
+            data = await self.sock.recv(65536)
+            if not data:
+                return False
+            self._buffer += data
+        return True
+
+    async def frame(self) -> tuple[int, bytes] | None:
+        """The next frame (opcode, payload); None at end of stream."""
+        if not await self._fill(2):
+            return None
+        opcode, length = self._buffer[0] & 0x0F, self._buffer[1] & 0x7F
+        offset = 2
+        if length == 126:
+            if not await self._fill(4):
+                return None
+            (length,) = struct.unpack_from("!H", self._buffer, 2)
+            offset = 4
+        elif length == 127:
+            if not await self._fill(10):
+                return None
+            (length,) = struct.unpack_from("!Q", self._buffer, 2)
+            offset = 10
+        if not await self._fill(offset + length):
+            return None
+        payload = bytes(self._buffer[offset : offset + length])
+        del self._buffer[: offset + length]
+        if opcode == 0x8:
+            self.close_code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+        return opcode, payload
+
+    async def message(self) -> dict[str, Any] | None:
+        """The next text message decoded; None when the server closed."""
+        while True:
+            frame = await self.frame()
+            if frame is None or frame[0] == 0x8:
+                return None
+            if frame[0] == 0x1:
+                decoded: dict[str, Any] = json.loads(frame[1])
+                return decoded
+
+    def close(self) -> None:
+        self.sock.close()
