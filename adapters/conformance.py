@@ -1,0 +1,122 @@
+"""Checks every adapter must pass; a plug-in's own tests call them on a started adapter.
+
+Like ``trio.testing.check_two_way_stream`` for streams: the contract of :mod:`adapters.base` is
+asserted here once, so that every adapter is held to the same rules the broker relies on.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import trio
+
+from adapters.base import AccountAdapter, ChainAdapter, ChainBlock
+from broker.errors import InvalidParams, RpcError, Unauthorized
+
+_CHAIN_ID = re.compile(r"^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$")
+_HASH = re.compile(r"^0x[0-9a-f]{64}$")
+_ADDRESS = re.compile(r"^0x[0-9a-f]{40}$")
+
+
+def _raw(value: object) -> msgspec.Raw:
+    return msgspec.Raw(msgspec.json.encode(value))
+
+
+async def check_chain_adapter(adapter: ChainAdapter) -> None:
+    """Assert the ChainAdapter contract on a started adapter (raises AssertionError)."""
+    chains = list(adapter.chains())
+    assert chains, "an adapter serves at least one chain"
+    for chain in chains:
+        assert _CHAIN_ID.match(chain), f"{chain!r} is not a CAIP-2 chain id"
+        methods = adapter.methods(chain)
+        assert isinstance(methods, frozenset), "methods() returns a frozenset"
+        assert all(isinstance(m, str) and m for m in methods)
+        assert isinstance(adapter.notifications(chain), frozenset)
+        if chain.startswith("eip155:"):
+            assert "eth_chainId" in methods, "an EVM adapter answers eth_chainId"
+            chain_id = await adapter.call(chain, "eth_chainId", _raw([]))
+            if isinstance(chain_id, msgspec.Raw):
+                chain_id = msgspec.json.decode(chain_id)
+            assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
+            await _check_params_errors(adapter, chain)
+            await _check_blocks(adapter, chain)
+        await _check_ingestion_starts_and_stops(adapter, chain)
+
+
+async def _check_params_errors(adapter: ChainAdapter, chain: str) -> None:
+    for params in ({"not": "an array"}, ["not-a-block-tag", "x"]):
+        try:
+            await adapter.call(chain, "eth_getBlockByNumber", _raw(params))
+        except InvalidParams:
+            continue
+        except RpcError as exc:
+            raise AssertionError(f"bad params must be -32602, got {exc!r}") from exc
+        raise AssertionError(f"eth_getBlockByNumber accepted {params!r}")
+
+
+async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
+    number = await adapter.call(chain, "eth_blockNumber", _raw([]))
+    if isinstance(number, msgspec.Raw):
+        number = msgspec.json.decode(number)
+    head = await adapter.fetch_block(chain, number=int(number, 16))
+    assert isinstance(head, ChainBlock), "fetch_block(number=head) returns the head block"
+    assert head.number == int(number, 16)
+    assert _HASH.match(head.hash), "block hashes are lowercase 0x hex"
+    assert msgspec.json.decode(head.header_json)["hash"] == head.hash, "header_json is the header"
+    for log in head.logs:
+        assert _ADDRESS.match(log.address)
+        assert all(_HASH.match(t) for t in log.topics)
+        assert log.json.count(b'"removed":false') == 1
+    same = await adapter.fetch_block(chain, block_hash=head.hash)
+    assert same is not None
+    assert same.hash == head.hash, "fetch_block(block_hash=) finds the same block"
+    if head.number > 0:
+        parent = await adapter.fetch_block(chain, block_hash=head.parent_hash)
+        assert parent is not None
+        assert parent.number == head.number - 1, "parents link by hash"
+    assert await adapter.fetch_block(chain, block_hash="0x" + "ee" * 32) is None
+
+
+async def _check_ingestion_starts_and_stops(adapter: ChainAdapter, chain: str) -> None:
+    async def ignore(block: ChainBlock) -> None:
+        return None
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
+            )
+            nursery.cancel_scope.cancel()
+
+
+def check_account_adapter(adapter: AccountAdapter) -> None:
+    """Assert the AccountAdapter contract on a started adapter (raises AssertionError)."""
+    chains = list(adapter.chains())
+    assert chains, "an account adapter holds accounts on at least one chain"
+    for chain in chains:
+        accounts = list(adapter.accounts(chain))
+        assert all(_ADDRESS.match(a) for a in accounts), "accounts are lowercase 0x addresses"
+        methods = adapter.methods(chain)
+        assert isinstance(methods, frozenset)
+        if not accounts or "personal_sign" not in methods:
+            continue
+        try:
+            adapter.prepare(chain, "personal_sign", ["0x68656c6c6f", accounts[0]], permitted=())
+        except Unauthorized:
+            pass
+        else:
+            raise AssertionError(
+                "signing for an account outside `permitted` must raise Unauthorized"
+            )
+        try:
+            adapter.prepare(chain, "personal_sign", [], permitted=accounts)
+        except InvalidParams:
+            pass
+        else:
+            raise AssertionError("missing params must raise InvalidParams")
+        request = adapter.prepare(
+            chain, "personal_sign", ["0x68656c6c6f", accounts[0]], permitted=accounts
+        )
+        assert request.account == accounts[0], "the signing account is the one named"
+        assert request.summary, "a signing request carries a readable summary for the operator"

@@ -1,0 +1,231 @@
+"""Every node method and its error cases over HTTP and WebSocket, single and batched, on the dev chain."""
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import trio_websocket
+
+from tests.support.inprocess import RunningBroker, running_broker
+
+TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+MISSING = "0x" + "ab" * 32
+
+Send = Callable[[Any], Awaitable[Any]]
+
+
+@asynccontextmanager
+async def transport(node: RunningBroker, kind: str) -> AsyncIterator[Send]:
+    if kind == "http":
+        async with httpx.AsyncClient() as client:
+
+            async def post(body: Any) -> Any:
+                reply = await client.post(
+                    node.http_url(),
+                    content=json.dumps(body),
+                    headers={"content-type": "application/json"},
+                )
+                assert reply.status_code == 200
+                return reply.json() if reply.content else None
+
+            yield post
+    else:
+        async with trio_websocket.open_websocket_url(node.ws_url()) as ws:
+
+            async def send(body: Any) -> Any:
+                await ws.send_message(json.dumps(body))
+                return json.loads(await ws.get_message())
+
+            yield send
+
+
+def req(method: str, params: Any, request_id: Any = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningBroker]:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as running:
+            # some blocks with token transfers so that logs, receipts and transactions exist
+            for _ in range(3):
+                assert "error" not in await running.rpc("evm_mine", [])
+            yield running
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_every_node_method(node: RunningBroker, kind: str) -> None:
+    with trio.fail_after(60):
+        async with transport(node, kind) as send:
+            logs = (
+                await send(
+                    req(
+                        "eth_getLogs",
+                        [{"fromBlock": "earliest", "toBlock": "latest", "topics": [TRANSFER]}],
+                    )
+                )
+            )["result"]
+            assert logs, "the dev chain's token emitted Transfer logs"
+            log = logs[0]
+            assert set(log) >= {
+                "removed",
+                "logIndex",
+                "transactionIndex",
+                "transactionHash",
+                "blockHash",
+                "blockNumber",
+                "address",
+                "data",
+                "topics",
+            }
+            assert log["removed"] is False
+
+            by_hash = (await send(req("eth_getBlockByHash", [log["blockHash"], True])))["result"]
+            by_number = (await send(req("eth_getBlockByNumber", [log["blockNumber"], True])))[
+                "result"
+            ]
+            assert by_hash == by_number
+            assert by_hash["hash"] == log["blockHash"]
+            tx = next(t for t in by_hash["transactions"] if t["hash"] == log["transactionHash"])
+            assert (await send(req("eth_getTransactionByHash", [tx["hash"]])))["result"] == tx
+            assert (
+                await send(
+                    req(
+                        "eth_getTransactionByBlockNumberAndIndex",
+                        [log["blockNumber"], tx["transactionIndex"]],
+                    )
+                )
+            )["result"] == tx
+            hashes_only = (await send(req("eth_getBlockByNumber", [log["blockNumber"], False])))[
+                "result"
+            ]
+            assert hashes_only["transactions"] == [t["hash"] for t in by_hash["transactions"]]
+
+            receipt = (await send(req("eth_getTransactionReceipt", [tx["hash"]])))["result"]
+            assert receipt["transactionHash"] == tx["hash"]
+            assert receipt["logs"][0] == log
+            receipts = (await send(req("eth_getBlockReceipts", [log["blockNumber"]])))["result"]
+            assert receipt in receipts
+            assert (await send(req("eth_getBlockReceipts", [by_hash["hash"]])))[
+                "result"
+            ] == receipts
+            assert (await send(req("eth_getBlockReceipts", [int(log["blockNumber"], 16)])))[
+                "result"
+            ] == receipts
+
+            latest = (await send(req("eth_getBlockByNumber", ["latest", False])))["result"]
+            for tag in ("pending", "safe", "finalized"):
+                assert (await send(req("eth_getBlockByNumber", [tag, False])))["result"][
+                    "number"
+                ] == latest["number"]
+            assert (await send(req("eth_getBlockReceipts", ["pending"])))["result"] == (
+                await send(req("eth_getBlockReceipts", ["latest"]))
+            )["result"]
+            assert (await send(req("eth_getBlockByNumber", ["earliest", False])))["result"][
+                "number"
+            ] == "0x0"
+            assert (await send(req("eth_blockNumber", [])))["result"] == latest["number"]
+            assert (await send(req("eth_chainId", [])))["result"] == "0x539"
+            assert (await send(req("eth_getUncleByBlockNumberAndIndex", ["latest", "0x0"])))[
+                "result"
+            ] is None
+
+            # not found is null; no logs is []
+            for method, params in [
+                ("eth_getBlockByHash", [MISSING, False]),
+                ("eth_getBlockByNumber", ["0xffffff", False]),
+                ("eth_getTransactionByHash", [MISSING]),
+                ("eth_getTransactionReceipt", [MISSING]),
+                ("eth_getTransactionByBlockNumberAndIndex", ["latest", "0xff"]),
+                ("eth_getBlockReceipts", ["0xffffff"]),
+            ]:
+                assert (await send(req(method, params))) == {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "result": None,
+                }, method
+            nothing = await send(
+                req(
+                    "eth_getLogs",
+                    [{"fromBlock": "0x0", "toBlock": "latest", "address": "0x" + "00" * 20}],
+                )
+            )
+            assert nothing["result"] == []
+
+            # filters
+            fid = (
+                await send(
+                    req(
+                        "eth_newFilter",
+                        [{"fromBlock": "0x0", "toBlock": "latest", "topics": [TRANSFER]}],
+                    )
+                )
+            )["result"]
+            assert (await send(req("eth_getFilterLogs", [fid])))["result"] == logs
+            assert (await send(req("eth_getFilterChanges", [fid])))["result"] == []
+            assert (await send(req("eth_uninstallFilter", [fid])))["result"] is True
+            assert (await send(req("eth_uninstallFilter", [fid])))["result"] is False
+            assert (await send(req("eth_getFilterChanges", [fid])))["error"] == {
+                "code": -32000,
+                "message": "filter not found",
+            }
+            pending_fid = (await send(req("eth_newFilter", [{"fromBlock": "pending"}])))["result"]
+            assert (await send(req("eth_getFilterLogs", [pending_fid])))["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_errors_keep_the_connection_usable(node: RunningBroker, kind: str) -> None:
+    with trio.fail_after(60):
+        async with transport(node, kind) as send:
+            cases: list[tuple[Any, int]] = [
+                (req("eth_nope", []), -32601),
+                (req("eth_getBlockByNumber", []), -32602),
+                (req("eth_getBlockByNumber", ["0x1"]), -32602),
+                (req("eth_getBlockByHash", ["0x1234", False]), -32602),
+                (req("eth_getLogs", [{"blockhash": MISSING, "fromBlock": "0x1"}]), -32602),
+                (req("eth_getLogs", [{"address": [f"0x{i:040x}" for i in range(5001)]}]), -32602),
+                (req("eth_getTransactionByHash", "not-an-array"), -32602),
+                ({"jsonrpc": "2.0", "id": 1}, -32600),
+            ]
+            for body, code in cases:
+                reply = await send(body)
+                assert reply["error"]["code"] == code, (body, reply)
+            unknown = await send(req("eth_nope", []))
+            assert (
+                unknown["error"]["message"] == "the method eth_nope does not exist/is not available"
+            )
+            missing = await send(req("eth_getBlockByNumber", []))
+            assert missing["error"]["message"] == "missing value for required argument 0"
+            assert (await send(req("eth_chainId", [], request_id="after")))["result"] == "0x539"
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_batches(node: RunningBroker, kind: str) -> None:
+    with trio.fail_after(60):
+        async with transport(node, kind) as send:
+            batch = [
+                req("eth_chainId", [], 1),
+                req("eth_nope", [], "two"),
+                {
+                    "jsonrpc": "2.0",
+                    "method": "eth_blockNumber",
+                    "params": [],
+                },  # a notification: no reply
+                req("eth_getBlockByNumber", ["latest", False], None),
+                5,
+            ]
+            replies = await send(batch)
+            assert [r.get("id") for r in replies] == [1, "two", None, None]
+            assert replies[0]["result"] == "0x539"
+            assert replies[1]["error"]["code"] == -32601
+            assert replies[2]["result"]["number"].startswith("0x")
+            assert replies[3]["error"]["code"] == -32600
+            assert (await send([]))["error"] == {"code": -32600, "message": "empty batch"}
+            assert (await send([req("eth_chainId", [], i) for i in range(1001)]))["error"][
+                "message"
+            ] == "batch too large"
+            assert len(await send([req("eth_chainId", [], i) for i in range(1000)])) == 1000
