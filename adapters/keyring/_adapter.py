@@ -1,0 +1,124 @@
+"""The keyring account adapter: local keys signing SPEC area B's account methods."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import msgspec
+import trio
+
+from adapters.base import AccountAdapter, ChainReader, SigningRequest
+from adapters.keyring import _personal_sign, _transaction, _typed_data, _user_operations
+from adapters.keyring._config import KeyringOptions, UserOpConfig
+from adapters.keyring._keys import DEV_MNEMONIC, KeyLoadError, Keyring, keystore_files
+from adapters.keyring._params import chain_reference
+from adapters.keyring._wallet import Handler, Wallet
+from broker.errors import MethodNotFound, Unauthorized
+
+HANDLERS: Final[Mapping[str, Handler]] = {
+    "personal_sign": _personal_sign.HANDLER,
+    "eth_signTransaction": _transaction.HANDLER,
+    "eth_signTypedData_v4": _typed_data.HANDLER,
+    "eth_prepareUserOperation": _user_operations.PREPARE,
+    "eth_patchUserOperation": _user_operations.PATCH,
+    "eth_signUserOperation": _user_operations.SIGN,
+}
+METHODS: Final = frozenset(HANDLERS)
+
+
+class KeyringAdapter(AccountAdapter):
+    """Accounts whose private keys scopecast holds, for any number of ``eip155`` chains.
+
+    Keys come from a BIP-39 ``mnemonic`` (accounts 0..count-1 on m/44'/60'/0'/0/i) and/or from the
+    encrypted JSON keystores in ``keystore_dir``, decrypted with the passphrase in the environment
+    variable ``passphrase_env``. With neither, the well-known development mnemonic is used. Keys
+    are loaded by :meth:`start`.
+    """
+
+    name: ClassVar[str] = "keyring"
+
+    def __init__(
+        self,
+        chains: Sequence[str],
+        *,
+        mnemonic: str | None = None,
+        count: int = 10,
+        keystore_dir: Path | None = None,
+        passphrase_env: str = "SCOPECAST_KEYSTORE_PASSPHRASE",
+        userop: UserOpConfig | None = None,
+    ) -> None:
+        self._chains = {chain: chain_reference(chain) for chain in chains}
+        self._keyring = Keyring()
+        self._wallet = Wallet(self._keyring, userop or UserOpConfig())
+        # The mnemonic is a secret: keep it only until start() has derived the keys.
+        self._pending_mnemonic = mnemonic if mnemonic is not None or keystore_dir else DEV_MNEMONIC
+        self._count = count
+        self._keystore_dir = keystore_dir
+        self._passphrase_env = passphrase_env
+
+    @classmethod
+    def from_options(cls, chains: Sequence[str], options: Mapping[str, Any]) -> KeyringAdapter:
+        """Build from the broker's config mapping (keys of :class:`KeyringOptions`)."""
+        try:
+            settings = msgspec.convert(dict(options), KeyringOptions)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"invalid keyring options: {exc}") from None
+        return cls(
+            chains,
+            mnemonic=settings.mnemonic,
+            count=settings.count,
+            keystore_dir=Path(settings.keystore_dir) if settings.keystore_dir else None,
+            passphrase_env=settings.passphrase_env,
+            userop=settings.userop,
+        )
+
+    def __repr__(self) -> str:
+        return f"<KeyringAdapter {list(self._chains)} {self._keyring!r}>"
+
+    async def start(self) -> None:
+        """Derive the mnemonic's keys and decrypt the keystores (in a worker thread: scrypt is slow)."""
+        await trio.to_thread.run_sync(self._load_keys)
+
+    def _load_keys(self) -> None:
+        mnemonic, self._pending_mnemonic = self._pending_mnemonic, None
+        if mnemonic is not None:
+            self._keyring.add_mnemonic(mnemonic, self._count)
+        if self._keystore_dir is not None:
+            passphrase = os.environ.get(self._passphrase_env)
+            if passphrase is None:
+                raise KeyLoadError(f"set {self._passphrase_env} to the keystore passphrase")
+            for source, keystore in keystore_files(self._keystore_dir):
+                self._keyring.add_keystore(keystore, passphrase, source)
+        if not self._keyring.addresses:
+            raise KeyLoadError("the keyring has no keys")
+
+    def chains(self) -> Sequence[str]:
+        return list(self._chains)
+
+    def accounts(self, chain: str) -> Sequence[str]:
+        return self._keyring.addresses if chain in self._chains else ()
+
+    def methods(self, chain: str) -> frozenset[str]:
+        return METHODS if chain in self._chains else frozenset()
+
+    def prepare(
+        self, chain: str, method: str, params: list[Any], permitted: Sequence[str]
+    ) -> SigningRequest:
+        handler = HANDLERS.get(method)
+        if handler is None:
+            raise MethodNotFound(method)
+        chain_id = self._chains.get(chain)
+        if chain_id is None:
+            raise Unauthorized(f"the keyring holds no accounts on {chain}")
+        allowed = [address.lower() for address in permitted]
+        prepared = handler.prepare(self._wallet, chain_id, params, allowed)
+        return SigningRequest(chain, method, prepared.account, prepared.summary, prepared.payload)
+
+    async def execute(self, request: SigningRequest, read: ChainReader) -> Any:
+        handler = HANDLERS.get(request.method)
+        if handler is None:
+            raise MethodNotFound(request.method)
+        return await handler.execute(self._wallet, request, read)

@@ -1,0 +1,110 @@
+"""Checking positional params and their hex fields, with errors that name the argument and field.
+
+Errors read like geth's (``invalid argument 0: …``) and say which field was wrong, with a path such
+as ``accessList[0].address``, because a signing request that fails for an unnamed reason is hard to
+fix from a dapp.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, TypeVar
+
+import msgspec
+from eth_utils.address import is_checksum_address
+
+from broker.errors import InvalidParams, invalid_argument, missing_argument
+
+T = TypeVar("T")
+
+_HEX_DIGITS: Final = re.compile(r"0x[0-9a-fA-F]*\Z")
+_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{40}\Z")
+_MSGSPEC_ERROR: Final = re.compile(r"(?P<message>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?\Z", re.S)
+_MISSING: Final = re.compile(r"Object missing required field `(?P<name>[^`]*)`\Z")
+_UNKNOWN: Final = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`\Z")
+_UINT256_MAX: Final = 2**256 - 1
+
+
+def field_error(index: int, path: str, reason: str) -> InvalidParams:
+    """``invalid argument N: field `path`: reason`` (or without the field when ``path`` is empty)."""
+    return invalid_argument(index, f"field `{path}`: {reason}" if path else reason)
+
+
+def missing_field(index: int, path: str) -> InvalidParams:
+    """``invalid argument N: missing field `path```."""
+    return invalid_argument(index, f"missing field `{path}`")
+
+
+def check_count(params: list[Any], required: int, allowed: int | None = None) -> None:
+    """Require at least ``required`` params and at most ``allowed`` (default: exactly required)."""
+    if len(params) < required:
+        raise missing_argument(len(params))
+    most = required if allowed is None else allowed
+    if len(params) > most:
+        raise InvalidParams(f"too many arguments, want at most {most}")
+
+
+def convert(value: Any, type_: type[T], index: int) -> T:
+    """Shape-check a JSON object as ``type_``, turning msgspec's message into a named field."""
+    try:
+        return msgspec.convert(value, type_)
+    except msgspec.ValidationError as exc:
+        raise _translate(str(exc), index) from None
+
+
+def _translate(text: str, index: int) -> InvalidParams:
+    match = _MSGSPEC_ERROR.match(text)
+    message, path = (match["message"], match["path"] or "") if match else (text, "")
+    prefix = f"{path}." if path else ""
+    if missing := _MISSING.match(message):
+        return missing_field(index, prefix + missing["name"])
+    if unknown := _UNKNOWN.match(message):
+        return invalid_argument(index, f"unknown field `{prefix}{unknown['name']}`")
+    return field_error(index, path, message[:1].lower() + message[1:])
+
+
+def quantity(value: Any, index: int, path: str = "") -> int:
+    """A ``0x`` hex quantity of at most 256 bits."""
+    if not isinstance(value, str) or not _HEX_DIGITS.match(value) or len(value) == 2:
+        raise field_error(index, path, "want a 0x-prefixed hex quantity")
+    number = int(value, 16)
+    if number > _UINT256_MAX:
+        raise field_error(index, path, "quantity exceeds 256 bits")
+    return number
+
+
+def data(value: Any, index: int, path: str = "") -> bytes:
+    """``0x`` followed by an even number of hex digits (``0x`` alone is empty data)."""
+    if not isinstance(value, str) or not _HEX_DIGITS.match(value) or len(value) % 2:
+        raise field_error(index, path, "want 0x-prefixed hex data with an even number of digits")
+    return bytes.fromhex(value[2:])
+
+
+def word(value: Any, index: int, path: str = "") -> bytes:
+    """Exactly 32 bytes of hex data (a storage key, a hash)."""
+    raw = data(value, index, path)
+    if len(raw) != 32:
+        raise field_error(index, path, f"want 32 bytes, got {len(raw)}")
+    return raw
+
+
+def address(value: Any, index: int, path: str = "") -> str:
+    """A 20-byte ``0x`` address, returned lowercase.
+
+    Mixed case must be a valid EIP-55 checksum: a dapp that sends one means it, and a failing
+    checksum is a mistyped address that must not be signed for.
+    """
+    if not isinstance(value, str) or not _ADDRESS.match(value):
+        raise field_error(index, path, "want a 0x-prefixed 20-byte hex address")
+    digits = value[2:]
+    if digits != digits.lower() and digits != digits.upper() and not is_checksum_address(value):
+        raise field_error(index, path, "address has an invalid EIP-55 checksum")
+    return value.lower()
+
+
+def chain_reference(chain: str) -> int:
+    """The decimal reference of an ``eip155:<n>`` CAIP-2 id."""
+    namespace, _, reference = chain.partition(":")
+    if namespace != "eip155" or not reference.isdigit() or reference != str(int(reference)):
+        raise ValueError(f"not an eip155 chain id: {chain!r}")
+    return int(reference)
