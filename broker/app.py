@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -106,6 +107,7 @@ class Broker:
         self.sessions: SessionService | None = None
         self.port: int | None = None
         self._services: list[Service] = []
+        self._resources: list[AbstractAsyncContextManager[object]] = []
         self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []
         self._shutdown = trio.Event()
         self._started = False
@@ -122,6 +124,18 @@ class Broker:
     def add_service(self, service: Service) -> None:
         """Run ``service(nursery)`` while the broker serves."""
         self._services.append(service)
+
+    def add_resource(self, resource: AbstractAsyncContextManager[object]) -> None:
+        """Hold ``resource`` open while serving: entered before the services start, left after."""
+        # A Redis client (coredis) must be entered by a task that outlives every task using it.
+        self._resources.append(resource)
+
+    @asynccontextmanager
+    async def _holding_resources(self) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for resource in self._resources:
+                await stack.enter_async_context(resource)
+            yield
 
     def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None:
         """Call ``hook`` for every new WebSocket connection (before its first message)."""
@@ -179,7 +193,7 @@ class Broker:
         listeners = await trio.open_tcp_listeners(port, host=host)
         self.port = listeners[0].socket.getsockname()[1]
         try:
-            async with trio.open_nursery() as services:
+            async with self._holding_resources(), trio.open_nursery() as services:
                 for service in self._services:
                     await service(services)
                 services.start_soon(self._heartbeat)
@@ -325,7 +339,7 @@ class Broker:
 
     def _slow_consumer(self, conn: WebSocketConnection) -> None:
         self.metrics.slow_consumers.inc()
-        log.warning("closing %r: slow consumer (%d bytes unsent)", conn, conn.outbox.backlog_size)
+        log.warning("closing %r: slow consumer (over %d bytes unsent)", conn, conn.outbox.limit)
 
     def _forget(self, conn: WebSocketConnection) -> None:
         if conn in self.connections:

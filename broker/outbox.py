@@ -33,6 +33,7 @@ class Outbox:
         "_fd",
         "_flushing",
         "_head_offset",
+        "_idle",
         "_nursery",
         "_on_overflow",
         "_overflow_frame",
@@ -59,6 +60,7 @@ class Outbox:
         self._backlog_size = 0
         self._head_offset = 0  # bytes of _backlog[0] already written
         self._flushing = False
+        self._idle: trio.Event | None = None
         self._overflow_frame = overflow_frame
         self._on_overflow = on_overflow
         self.limit = limit
@@ -103,9 +105,12 @@ class Outbox:
 
     async def drain(self) -> None:
         """Wait until everything queued has been written, or the socket broke."""
+        # Only one task may wait on the fd: the flusher writes, drain waits for the flusher.
         while self._backlog and not self.broken:
-            await trio.lowlevel.wait_writable(self._sock)
-            self._write_backlog()
+            self._ensure_flusher()
+            if self._idle is None:
+                self._idle = trio.Event()
+            await self._idle.wait()
         await trio.lowlevel.checkpoint()
 
     def stop(self) -> None:
@@ -147,6 +152,9 @@ class Outbox:
             self._break()
         finally:
             self._flushing = False
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
 
     def _write_backlog(self) -> None:
         if self.broken or not self._backlog:

@@ -24,6 +24,14 @@ class RawWebSocket:
         sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        try:
+            return await cls._handshake(sock, port, path)
+        except BaseException:
+            sock.close()
+            raise
+
+    @classmethod
+    async def _handshake(cls, sock: trio.socket.SocketType, port: int, path: str) -> RawWebSocket:
         await sock.connect(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
         request = (
@@ -94,15 +102,14 @@ class RawWebSocket:
             self.close_code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
         return opcode, payload
 
-    async def message(self) -> dict[str, Any] | None:
+    async def message(self) -> Any:
         """The next text message decoded; None when the server closed."""
         while True:
             frame = await self.frame()
             if frame is None or frame[0] == 0x8:
                 return None
             if frame[0] == 0x1:
-                decoded: dict[str, Any] = json.loads(frame[1])
-                return decoded
+                return json.loads(frame[1])
 
     def close(self) -> None:
         self.sock.close()
