@@ -1,0 +1,404 @@
+"""The dev chain adapter: an embedded py-evm chain served as a geth-like node.
+
+Mining (on a timer, on ``evm_mine``, or at once for each submitted transaction when the block time is
+0) happens under one lock, in a worker thread; the new head is adopted in the event loop and sent to
+every ingestion task through a bounded memory channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import msgspec
+import trio
+
+from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
+from broker.errors import InvalidParams, MethodNotFound, ServerError
+from schemas import eth as schema
+
+from . import demo
+from .accounts import DEFAULT_ACCOUNTS, DEFAULT_MNEMONIC, DevAccount, derive_accounts
+from .bootstrap import create_dev_chain
+from .chain import LocalChain
+from .formatting import data, quantity
+from .geth_import import import_geth_chain
+from .methods import READ_METHODS, Handler, ReadMethods
+from .params import argument, positional
+from .records import BlockRecord
+from .txpool import Account, PooledTx, TxPool, TxRejected, check_transaction
+
+log = logging.getLogger(__name__)
+
+HEAD_BUFFER: Final = 64
+DEMO_TRANSFERS: Final = 3
+MAX_MINE_BLOCKS: Final = 10_000
+
+#: RPC method name -> :class:`DevChainAdapter` handler attribute, for the methods that change the chain.
+WRITE_METHODS: Final[dict[str, str]] = {
+    "eth_sendRawTransaction": "_send_raw_transaction",
+    "evm_mine": "_evm_mine",
+    "evm_snapshot": "_evm_snapshot",
+    "evm_revert": "_evm_revert",
+}
+
+
+def chain_id_of(caip2: str) -> int:
+    """The numeric chain id of an ``eip155:<id>`` CAIP-2 id."""
+    namespace, _, reference = caip2.partition(":")
+    if namespace != "eip155" or not reference.isdecimal():
+        raise ValueError(f"not an eip155 chain id: {caip2!r}")
+    return int(reference)
+
+
+class DevChainAdapter(ChainAdapter):
+    """An embedded py-evm chain (the dev chain, or a geth genesis + chain file import).
+
+    Options: ``block_time`` (seconds between blocks with demo traffic; 0 mines on demand only),
+    ``mnemonic``, ``accounts``; or ``genesis``, ``chain_file`` and ``forkchoice`` paths to import.
+    """
+
+    name: ClassVar[str] = "devchain"
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        options = spec.options
+        self.spec = spec
+        self.block_time = float(options.get("block_time", 0))
+        if self.block_time < 0:
+            raise ValueError("block_time must not be negative")
+        self.chain_id = chain_id_of(spec.chain)
+        self._mnemonic = str(options.get("mnemonic", DEFAULT_MNEMONIC))
+        self._account_count = int(options.get("accounts", DEFAULT_ACCOUNTS))
+        self._genesis = options.get("genesis")
+        self._chain_file = options.get("chain_file")
+        self._forkchoice = options.get("forkchoice")
+        if (self._genesis is None) != (self._chain_file is None):
+            raise ValueError("the genesis and chain_file options go together")
+        self._chain: LocalChain | None = None
+        self._accounts: tuple[DevAccount, ...] = ()
+        self._token: bytes | None = None
+        self._demo: demo.DemoTraffic | None = None
+        self._pool = TxPool()
+        self._lock = trio.Lock()
+        self._handlers: dict[str, Handler] = {}
+        self._subscribers: set[trio.MemorySendChannel[ChainBlock]] = set()
+        self._miner_running = False
+        self._snapshots: dict[int, str] = {}
+        self._next_snapshot = 1
+
+    # ----------------------------------------------------------------------------------------------
+    # Lifecycle
+
+    @property
+    def chain(self) -> LocalChain:
+        if self._chain is None:
+            raise RuntimeError("DevChainAdapter.start() has not run")
+        return self._chain
+
+    @property
+    def accounts(self) -> tuple[DevAccount, ...]:
+        """The funded dev accounts (empty for an imported chain)."""
+        return self._accounts
+
+    @property
+    def token_address(self) -> str | None:
+        """The demo token's address on the dev chain."""
+        return data(self._token) if self._token else None
+
+    async def start(self) -> None:
+        if self._chain is not None:
+            return
+        if self._genesis is not None:
+            chain = await trio.to_thread.run_sync(
+                import_geth_chain,
+                Path(self._genesis),
+                Path(str(self._chain_file)),
+                Path(self._forkchoice) if self._forkchoice else None,
+            )
+            if chain.chain_id != self.chain_id:
+                raise ValueError(
+                    f"{self.spec.chain} does not match the genesis chain id {chain.chain_id}"
+                )
+            self._chain = chain
+        else:
+            self._chain = await trio.to_thread.run_sync(self._create_dev_chain)
+        self._handlers = {**ReadMethods(self.chain, self._pool).table(), **self._write_methods()}
+
+    def _create_dev_chain(self) -> LocalChain:
+        self._accounts = derive_accounts(self._mnemonic, self._account_count)
+        chain = create_dev_chain(self.chain_id, self._accounts)
+        if len(self._accounts) >= 2:
+            self._deploy_token(chain)
+        return chain
+
+    def _deploy_token(self, chain: LocalChain) -> None:
+        """Block 1 deploys the token, block 2 hands each account some of it."""
+        owner = self._accounts[0]
+        parent = chain.head
+        vm_class = chain.vm_class(parent.number + 1)
+        deployment = demo.sign_deployment(
+            vm_class, owner, chain_id=self.chain_id, nonce=0, base_fee=parent.base_fee or 0
+        )
+        record, _ = chain.build_block(parent, [deployment], timestamp=chain.next_timestamp(parent))
+        chain.adopt(record)
+        receipt = msgspec.json.decode(record.txs[0].receipt_json)
+        self._token = bytes.fromhex(receipt["contractAddress"][2:])
+        parent = chain.head
+        transfers = [
+            demo.sign_transfer(
+                vm_class,
+                transfer,
+                self._token,
+                chain_id=self.chain_id,
+                nonce=1 + i,
+                base_fee=parent.base_fee or 0,
+            )
+            for i, transfer in enumerate(demo.seed_plan(self._accounts))
+        ]
+        record, _ = chain.build_block(parent, transfers, timestamp=chain.next_timestamp(parent))
+        chain.adopt(record)
+        self._demo = demo.DemoTraffic(self._accounts)
+
+    def chains(self) -> list[str]:
+        return [self.spec.chain]
+
+    def methods(self, chain: str) -> frozenset[str]:
+        self._check_chain(chain)
+        return frozenset(READ_METHODS) | frozenset(WRITE_METHODS)
+
+    def _check_chain(self, chain: str) -> None:
+        if chain != self.spec.chain:
+            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
+
+    # ----------------------------------------------------------------------------------------------
+    # Calls
+
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        self._check_chain(chain)
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(method)
+        return await handler(params)
+
+    def _write_methods(self) -> dict[str, Handler]:
+        return {name: getattr(self, attribute) for name, attribute in WRITE_METHODS.items()}
+
+    async def _send_raw_transaction(self, raw: msgspec.Raw) -> str:
+        params = positional(raw, 1)
+        payload = argument(params, 0, schema.decode_data)
+        chain = self.chain
+        try:
+            tx = chain.decode_transaction(payload)
+        except Exception as exc:  # any decoding failure is the caller's
+            raise ServerError(f"invalid transaction: {exc}") from None
+        try:
+            sender: bytes = tx.sender
+        except Exception:  # a signature py-evm cannot recover
+            raise ServerError("invalid sender") from None
+        async with self._lock:
+            head = chain.head
+            nonce, balance = chain.account(head, sender)
+            next_base_fee = getattr(
+                chain.child_header(head, chain.next_timestamp(head)), "base_fee_per_gas", None
+            )
+            try:
+                check_transaction(
+                    tx,
+                    sender,
+                    Account(nonce, balance),
+                    chain_id=self.chain_id,
+                    base_fee=next_base_fee,
+                    gas_limit=chain.header(head).gas_limit,
+                )
+                self._pool.add(tx, sender)
+            except TxRejected as exc:
+                raise ServerError(str(exc)) from None
+            if self.block_time == 0:
+                await self._mine_locked()
+                if self._pool.get(tx.hash) is None and data(tx.hash) not in chain.transactions:
+                    raise ServerError("transaction rejected while building the block")
+        return data(tx.hash)
+
+    async def _evm_mine(self, raw: msgspec.Raw) -> str:
+        params = positional(raw, 0, 1)
+        timestamp, blocks = _mine_options(params[0])
+        async with self._lock:
+            for i in range(blocks):
+                await self._mine_locked(timestamp=None if timestamp is None else timestamp + i)
+        return "0x0"
+
+    async def _evm_snapshot(self, raw: msgspec.Raw) -> str:
+        positional(raw, 0)
+        async with self._lock:
+            snapshot = self._next_snapshot
+            self._next_snapshot += 1
+            self._snapshots[snapshot] = self.chain.head.hash
+        return quantity(snapshot)
+
+    async def _evm_revert(self, raw: msgspec.Raw) -> bool:
+        params = positional(raw, 1)
+        snapshot = argument(params, 0, schema.decode_quantity, go_type=schema.UINT64_TYPE)
+        async with self._lock:
+            block_hash = self._snapshots.get(snapshot)
+            record = self.chain.by_hash(block_hash) if block_hash else None
+            if record is None or not self.chain.is_canonical(record):
+                return False
+            # As hardhat and anvil: the snapshot and every later one are used up.
+            for later in [s for s in self._snapshots if s >= snapshot]:
+                del self._snapshots[later]
+            self.chain.rewind(record.number)
+            self._pool.clear()
+        return True
+
+    # ----------------------------------------------------------------------------------------------
+    # Mining
+
+    async def mine(self, *, timestamp: int | None = None, demo_transfers: int = 0) -> BlockRecord:
+        """Mine one block now (with ``demo_transfers`` random token transfers)."""
+        async with self._lock:
+            return await self._mine_locked(timestamp=timestamp, demo_transfers=demo_transfers)
+
+    async def _mine_locked(
+        self, *, timestamp: int | None = None, demo_transfers: int = 0
+    ) -> BlockRecord:
+        chain = self.chain
+        parent = chain.head
+        nonces: dict[bytes, int] = {}
+
+        def nonce_of(sender: bytes) -> int:
+            if sender not in nonces:
+                nonces[sender] = chain.account(parent, sender)[0]
+            return nonces[sender]
+
+        self._pool.prune(nonce_of)
+        entries = self._pool.executable(nonce_of)
+        plan = self._demo.plan(demo_transfers) if self._demo and demo_transfers else []
+        for transfer in plan:
+            nonce_of(transfer.sender.address)
+        record, _ = await trio.to_thread.run_sync(
+            self._build, parent, entries, plan, nonces, chain.next_timestamp(parent, timestamp)
+        )
+        chain.adopt(record)
+        self._pool.discard(entries)
+        await self._publish(record.chain_block())
+        return record
+
+    def _build(
+        self,
+        parent: BlockRecord,
+        entries: list[PooledTx],
+        plan: list[demo.TokenTransfer],
+        nonces: dict[bytes, int],
+        timestamp: int,
+    ) -> tuple[BlockRecord, list[Any]]:
+        chain = self.chain
+        txs = [entry.tx for entry in entries]
+        if plan and self._token is not None:
+            next_nonce = dict(nonces)
+            for entry in entries:
+                next_nonce[entry.sender] = max(next_nonce.get(entry.sender, 0), entry.tx.nonce + 1)
+            vm_class = chain.vm_class(parent.number + 1)
+            for transfer in plan:
+                sender = transfer.sender.address
+                txs.append(
+                    demo.sign_transfer(
+                        vm_class,
+                        transfer,
+                        self._token,
+                        chain_id=self.chain_id,
+                        nonce=next_nonce[sender],
+                        base_fee=parent.base_fee or 0,
+                    )
+                )
+                next_nonce[sender] += 1
+        return chain.build_block(parent, txs, timestamp=timestamp)
+
+    async def _mine_every(self, interval: float) -> None:
+        deadline = trio.current_time()
+        while True:
+            deadline += interval
+            await trio.sleep_until(deadline)
+            try:
+                await self.mine(demo_transfers=DEMO_TRANSFERS)
+            except Exception:
+                log.exception("%s: mining a block failed", self.spec.name)
+
+    # ----------------------------------------------------------------------------------------------
+    # Ingestion
+
+    async def fetch_block(
+        self, chain: str, *, number: int | None = None, block_hash: str | None = None
+    ) -> ChainBlock | None:
+        self._check_chain(chain)
+        if block_hash is not None:
+            record = self.chain.by_hash(block_hash.lower())
+        elif number is not None:
+            record = self.chain.by_number(number)
+        else:
+            raise ValueError("fetch_block needs number or block_hash")
+        return None if record is None else record.chain_block()
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report the current head, then every new head; mines on the timer when
+        ``block_time`` > 0 (one timer however many ingestion tasks run)."""
+        self._check_chain(chain)
+        send, receive = trio.open_memory_channel[ChainBlock](HEAD_BUFFER)
+        async with trio.open_nursery() as nursery:
+            self._subscribers.add(send)
+            try:
+                if self.block_time > 0 and not self._miner_running:
+                    self._miner_running = True
+                    nursery.start_soon(self._run_miner)
+                send.send_nowait(self.chain.head.chain_block())
+                task_status.started()
+                async with receive:
+                    async for block in receive:
+                        await on_block(block)
+            finally:
+                self._subscribers.discard(send)
+                nursery.cancel_scope.cancel()
+
+    async def _run_miner(self) -> None:
+        try:
+            await self._mine_every(self.block_time)
+        finally:
+            self._miner_running = False
+
+    async def _publish(self, block: ChainBlock) -> None:
+        for send in list(self._subscribers):
+            try:
+                await send.send(block)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._subscribers.discard(send)
+
+
+def _mine_options(value: Any) -> tuple[int | None, int]:
+    """``evm_mine``'s optional param: a timestamp, or ``{"timestamp": ..., "blocks": ...}``."""
+    if value is None:
+        return None, 1
+    try:
+        if isinstance(value, dict):
+            timestamp = value.get("timestamp")
+            blocks = value.get("blocks")
+            stamp = None if timestamp is None else _int_or_quantity(timestamp)
+            count = 1 if blocks is None else _int_or_quantity(blocks)
+        else:
+            stamp, count = _int_or_quantity(value), 1
+    except schema.ArgumentError as exc:
+        raise InvalidParams(f"invalid argument 0: {exc}") from None
+    if not 1 <= count <= MAX_MINE_BLOCKS:
+        raise InvalidParams(f"invalid argument 0: blocks must be 1 to {MAX_MINE_BLOCKS}")
+    return stamp, count
+
+
+def _int_or_quantity(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return schema.decode_quantity(value, schema.UINT64_TYPE)

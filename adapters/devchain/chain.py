@@ -1,0 +1,333 @@
+"""A py-evm chain with geth-shaped read indexes (synchronous; the adapter decides threading).
+
+Two kinds of work happen here. *Building* (``build_block``, ``import_evm_block``) executes blocks
+with py-evm and renders them into immutable :class:`BlockRecord` objects; it may run in a worker
+thread. *Adopting* (``adopt``, ``rewind``) moves the canonical chain and its indexes (by number, by
+transaction hash, logs) and is cheap, done by the owner of the chain between builds. Every record
+ever built stays reachable by hash, so orphaned blocks can still be fetched.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import rlp
+from eth.abc import BlockHeaderAPI, StateAPI, VirtualMachineAPI
+from eth.chains.base import Chain
+from eth.constants import ZERO_ADDRESS, ZERO_HASH32
+from eth.vm.forks.cancun import CancunVM
+from eth.vm.forks.shanghai import ShanghaiVM
+from eth.vm.spoof import SpoofTransaction
+from eth_typing import Address, BlockNumber, Hash32
+from eth_utils.exceptions import ValidationError
+
+from schemas.eth import BlockHashRef, BlockRef
+
+from .forks import ForkSchedule
+from .formatting import format_block
+from .log_index import LogIndex
+from .records import BlockRecord, TxRecord
+
+BLOB_TX_TYPE: Final = b"\x03"
+
+DEFAULT_CALL_GAS: Final = 50_000_000  # geth's RPCGasCap
+
+
+class UnknownBlock(LookupError):
+    """A block reference that names no block (geth: ``header not found``)."""
+
+
+class NotCanonical(LookupError):
+    """An EIP-1898 reference with ``requireCanonical`` to a block off the canonical chain."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """An ``eth_call`` / ``eth_estimateGas`` transaction, already decoded."""
+
+    sender: bytes = ZERO_ADDRESS
+    to: bytes = b""
+    gas: int | None = None
+    gas_price: int = 0
+    value: int = 0
+    data: bytes = b""
+
+
+class LocalChain:
+    """The chain, its rendered blocks and the canonical indexes."""
+
+    def __init__(self, evm: Chain, schedule: ForkSchedule) -> None:
+        self.evm = evm
+        self.schedule = schedule
+        self.chain_id: int = evm.chain_id
+        self.records: dict[str, BlockRecord] = {}
+        self.canonical: list[BlockRecord] = []
+        self.transactions: dict[str, TxRecord] = {}
+        self.logs = LogIndex()
+        self.safe_hash: str | None = None
+        self.finalized_hash: str | None = None
+        self._last_timestamp = 0
+        genesis = evm.get_canonical_block_by_number(BlockNumber(0))
+        self.adopt(self._render(genesis))
+
+    # ----------------------------------------------------------------------------------------------
+    # Reads of rendered blocks (cheap, no py-evm)
+
+    @property
+    def head(self) -> BlockRecord:
+        return self.canonical[-1]
+
+    def by_number(self, number: int) -> BlockRecord | None:
+        if 0 <= number < len(self.canonical):
+            return self.canonical[number]
+        return None
+
+    def by_hash(self, block_hash: str) -> BlockRecord | None:
+        """Any block built or imported so far, canonical or orphaned."""
+        return self.records.get(block_hash)
+
+    def is_canonical(self, record: BlockRecord) -> bool:
+        return self.by_number(record.number) is record
+
+    def tag_number(self, tag: str) -> int:
+        """The block number a tag stands for (``pending`` reads as ``latest``)."""
+        if tag == "earliest":
+            return 0
+        if tag in ("safe", "finalized"):
+            chosen = self.safe_hash if tag == "safe" else self.finalized_hash
+            record = self.records.get(chosen) if chosen else None
+            if record is not None and self.is_canonical(record):
+                return record.number
+        return self.head.number
+
+    def resolve(self, ref: BlockRef) -> BlockRecord | None:
+        """The block a number, tag or hash reference names, or None."""
+        if isinstance(ref, BlockHashRef):
+            record = self.records.get("0x" + ref.block_hash.hex())
+            if record is not None and ref.require_canonical and not self.is_canonical(record):
+                raise NotCanonical("hash is not currently canonical")
+            return record
+        if isinstance(ref, str):
+            return self.by_number(self.tag_number(ref))
+        return self.by_number(ref)
+
+    # ----------------------------------------------------------------------------------------------
+    # Moving the canonical chain
+
+    def adopt(self, record: BlockRecord) -> list[BlockRecord]:
+        """Make ``record`` the head; returns the blocks it orphans (a reorganisation)."""
+        self.records[record.hash] = record
+        orphaned: list[BlockRecord] = []
+        if self.canonical and record.parent_hash != self.head.hash:
+            parent = self.records[record.parent_hash]
+            if not self.is_canonical(parent):
+                raise ValueError(f"block {record.hash} does not build on the canonical chain")
+            orphaned = self.rewind(parent.number)
+        if record.number != len(self.canonical):
+            raise ValueError(f"block {record.number} does not extend height {len(self.canonical)}")
+        self.canonical.append(record)
+        for tx in record.txs:
+            self.transactions[tx.hash] = tx
+        self.logs.append(record.number, record.logs)
+        self._last_timestamp = max(self._last_timestamp, record.timestamp)
+        return orphaned
+
+    def rewind(self, number: int) -> list[BlockRecord]:
+        """Make the canonical block ``number`` the head; returns the blocks removed."""
+        removed = self.canonical[number + 1 :]
+        del self.canonical[number + 1 :]
+        for record in removed:
+            for tx in record.txs:
+                if self.transactions.get(tx.hash) is tx:
+                    del self.transactions[tx.hash]
+        self.logs.truncate(number + 1)
+        return removed
+
+    # ----------------------------------------------------------------------------------------------
+    # Building blocks (py-evm work)
+
+    def vm_class(self, number: int) -> type[VirtualMachineAPI]:
+        """The VM that runs block ``number``."""
+        return self.evm.get_vm_class_for_block_number(BlockNumber(number))
+
+    def header(self, record: BlockRecord) -> BlockHeaderAPI:
+        return self.evm.get_block_header_by_hash(Hash32(bytes.fromhex(record.hash[2:])))
+
+    def next_timestamp(self, parent: BlockRecord, requested: int | None = None) -> int:
+        """A timestamp for a child of ``parent``: now, but later than any block built so far, so
+        that a block rebuilt at the same height after a rewind never repeats an old hash."""
+        if requested is not None:
+            return max(requested, parent.timestamp + 1)
+        return max(int(time.time()), parent.timestamp + 1, self._last_timestamp + 1)
+
+    def child_header(self, parent: BlockRecord, timestamp: int) -> BlockHeaderAPI:
+        """The header template of the next block on ``parent``."""
+        parent_header = self.header(parent)
+        vm_class = self.vm_class(parent.number + 1)
+        params: dict[str, Any] = {
+            "timestamp": timestamp,
+            "gas_limit": parent_header.gas_limit,
+            "coinbase": ZERO_ADDRESS,
+            "mix_hash": os.urandom(32),  # prevrandao; also keeps rebuilt blocks distinct
+        }
+        if issubclass(vm_class, CancunVM):
+            params["parent_beacon_block_root"] = ZERO_HASH32
+        return self.evm.create_header_from_parent(parent_header, **params)
+
+    def decode_transaction(self, raw: bytes) -> Any:
+        """A signed transaction as the next block's VM reads it.
+
+        A blob transaction may come in its network form (with blobs, commitments and proofs); the
+        sidecar is dropped, as it never enters a block. Its proofs are not verified here.
+        """
+        builder = self.vm_class(self.head.number + 1).get_transaction_builder()
+        if raw[:1] == BLOB_TX_TYPE:
+            fields = rlp.decode(raw[1:])
+            if len(fields) == 4 and isinstance(fields[0], list):
+                raw = BLOB_TX_TYPE + rlp.encode(fields[0])
+        return builder.decode(raw)
+
+    def _assemble(self, header: BlockHeaderAPI, txs: Sequence[Any]) -> Any:
+        vm = self.evm.get_vm(header)
+        fields: dict[str, Any] = {"header": header, "transactions": list(txs), "uncles": []}
+        if isinstance(vm, ShanghaiVM):
+            fields["withdrawals"] = []
+        template = vm.get_block_class()(**fields)
+        return vm.import_block(template).block
+
+    def build_block(
+        self, parent: BlockRecord, txs: Sequence[Any], *, timestamp: int
+    ) -> tuple[BlockRecord, list[Any]]:
+        """Execute ``txs`` in a new block on ``parent`` and persist it (not yet adopted).
+
+        Returns the rendered block and the transactions left out because they failed validation
+        against the block (wrong nonce, funds gone, ...).
+        """
+        header = self.child_header(parent, timestamp)
+        try:
+            block = self._assemble(header, txs)
+            rejected: list[Any] = []
+        except ValidationError:
+            included: list[Any] = []
+            rejected = []
+            for tx in txs:  # rare: find the offenders one by one
+                try:
+                    self._assemble(header, [*included, tx])
+                except ValidationError:
+                    rejected.append(tx)
+                else:
+                    included.append(tx)
+            block = self._assemble(header, included)
+        self.evm.persist_block(block)
+        return self._render(block), rejected
+
+    def import_evm_block(self, block: Any) -> BlockRecord:
+        """Execute and persist an externally produced block, every check on but the seal."""
+        result = self.evm.import_block(block, perform_validation=True)
+        return self._render(result.imported_block)
+
+    def _render(self, block: Any) -> BlockRecord:
+        receipts = block.get_receipts(self.evm.chaindb) if block.transactions else ()
+        vm_class = self.vm_class(block.number)
+        return format_block(
+            block, receipts, blob_fee_fraction=self.schedule.blob_fee_fraction(vm_class)
+        )
+
+    # ----------------------------------------------------------------------------------------------
+    # State reads and calls (py-evm work on immutable state)
+
+    def state(self, record: BlockRecord) -> StateAPI:
+        """The state after ``record``."""
+        return self.evm.get_vm(self.header(record)).state
+
+    def _call_state(self, record: BlockRecord) -> StateAPI:
+        header = self.header(record)
+        if getattr(header, "base_fee_per_gas", None) is not None:
+            header = header.copy(base_fee_per_gas=0)  # calls may pay nothing, as in geth
+        return self.evm.get_vm(header).state
+
+    def _call_transaction(self, state: StateAPI, request: CallRequest, gas: int) -> Any:
+        vm_class = self.vm_class(state.block_number)
+        unsigned = vm_class.create_unsigned_transaction(
+            nonce=state.get_nonce(Address(request.sender)),
+            gas_price=request.gas_price,
+            gas=gas,
+            to=Address(request.to),
+            value=request.value,
+            data=request.data,
+        )
+        return SpoofTransaction(unsigned, from_=request.sender)
+
+    def call(self, record: BlockRecord, request: CallRequest) -> Any:
+        """Run ``request`` on the state after ``record`` and return py-evm's computation."""
+        state = self._call_state(record)
+        gas = request.gas if request.gas is not None else min(state.gas_limit, DEFAULT_CALL_GAS)
+        tx = self._call_transaction(state, request, gas)
+        snapshot = state.snapshot()
+        try:
+            return state.apply_transaction(tx)
+        finally:
+            state.revert(snapshot)
+
+    def estimate_gas(self, record: BlockRecord, request: CallRequest) -> int:
+        """The least gas with which ``request`` succeeds (binary search, as geth).
+
+        Raises :class:`GasEstimateFailed` holding the failing computation when it fails even with
+        the cap.
+        """
+        state = self._call_state(record)
+        cap = request.gas if request.gas is not None else state.gas_limit
+
+        def attempt(gas: int) -> Any:
+            snapshot = state.snapshot()
+            try:
+                return state.apply_transaction(self._call_transaction(state, request, gas))
+            finally:
+                state.revert(snapshot)
+
+        low = int(self._call_transaction(state, request, cap).intrinsic_gas) - 1
+        try:
+            full = attempt(cap)
+        except ValidationError as exc:
+            raise GasEstimateFailed(None, str(exc)) from None
+        if full.is_error:
+            raise GasEstimateFailed(full, f"gas required exceeds allowance ({cap})")
+        high = cap
+        # geth's first guess: what the call used plus its refund, with the 1/64 kept back by calls.
+        guess = (full.get_gas_used() + full.get_gas_refund()) * 64 // 63
+        if low < guess < high:
+            if _fails(attempt, guess):
+                low = guess
+            else:
+                high = guess
+        while high - low > 1:
+            middle = (low + high) // 2
+            if _fails(attempt, middle):
+                low = middle
+            else:
+                high = middle
+        return high
+
+    def account(self, record: BlockRecord, address: bytes) -> tuple[int, int]:
+        """(nonce, balance) of ``address`` after ``record``."""
+        state = self.state(record)
+        return state.get_nonce(Address(address)), state.get_balance(Address(address))
+
+
+class GasEstimateFailed(Exception):
+    """The transaction fails even with all the gas allowed."""
+
+    def __init__(self, computation: Any, message: str) -> None:
+        super().__init__(message)
+        self.computation = computation
+
+
+def _fails(attempt: Any, gas: int) -> bool:
+    try:
+        return bool(attempt(gas).is_error)
+    except ValidationError:
+        return True
