@@ -1,0 +1,168 @@
+"""Account methods through sessions and the approval policy, recovered with eth-account."""
+
+from typing import Any
+
+import pytest
+import trio
+from eth_account import Account
+from eth_account.messages import encode_defunct
+
+from tests.support.inprocess import RunningBroker, dapp, running_broker
+
+DEV = "eip155:1337"
+FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
+SECOND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+SIGNING = ["personal_sign", "eth_signTransaction", "eth_signTypedData_v4"]
+
+
+def invoke(method: str, params: Any) -> dict[str, Any]:
+    return {"scope": DEV, "request": {"method": method, "params": params}}
+
+
+@pytest.fixture
+async def node() -> Any:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as running:
+            yield running
+
+
+async def test_personal_sign_in_a_session_recovers_to_the_session_account(
+    node: RunningBroker,
+) -> None:
+    with trio.fail_after(30):
+        async with dapp(node.ws_url()) as conn:
+            await conn.result(
+                "wallet_createSession",
+                {
+                    "optionalScopes": {
+                        DEV: {
+                            "methods": SIGNING,
+                            "notifications": [],
+                            "accounts": [f"{DEV}:{SECOND}"],
+                        }
+                    }
+                },
+            )
+            message = b"hello scopecast".hex()
+            reply = await conn.result(
+                "wallet_invokeMethod", invoke("personal_sign", ["0x" + message, SECOND])
+            )
+            signature = reply["result"]["result"]
+            assert len(bytes.fromhex(signature[2:])) == 65
+            signer = Account.recover_message(
+                encode_defunct(text="hello scopecast"), signature=signature
+            )
+            assert signer.lower() == SECOND
+            # an account outside the session is not authorised
+            denied = await conn.call(
+                "wallet_invokeMethod", invoke("personal_sign", ["0x" + message, FIRST])
+            )
+            assert denied["error"]["code"] == 4100
+            malformed = await conn.call("wallet_invokeMethod", invoke("personal_sign", []))
+            assert malformed["error"]["code"] == -32602
+
+
+async def test_signed_transaction_from_a_session_is_mined(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        async with dapp(node.ws_url()) as conn:
+            await conn.result(
+                "wallet_createSession",
+                {
+                    "optionalScopes": {
+                        DEV: {
+                            "methods": [
+                                *SIGNING,
+                                "eth_sendRawTransaction",
+                                "eth_getTransactionReceipt",
+                            ],
+                            "notifications": [],
+                        }
+                    }
+                },
+            )
+            tx = {
+                "type": "0x2",
+                "from": FIRST,
+                "to": SECOND,
+                "value": "0x1",
+                "data": "0x",
+                "nonce": (await node.rpc("eth_getTransactionCount", [FIRST, "latest"]))["result"],
+                "gasLimit": "0x5208",
+                "maxFeePerGas": "0x77359400",
+                "maxPriorityFeePerGas": "0x1",
+                "chainId": "0x539",
+            }
+            signed = (
+                await conn.result("wallet_invokeMethod", invoke("eth_signTransaction", [tx]))
+            )["result"]["result"]
+            assert set(signed) >= {"v", "r", "s"}
+            assert Account.recover_transaction(signed["raw"]).lower() == FIRST
+            sent = await conn.result(
+                "wallet_invokeMethod", invoke("eth_sendRawTransaction", [signed["raw"]])
+            )
+            receipt = await conn.result(
+                "wallet_invokeMethod",
+                invoke("eth_getTransactionReceipt", [sent["result"]["result"]]),
+            )
+            assert receipt["result"]["result"]["status"] == "0x1"
+            wrong_chain = await conn.call(
+                "wallet_invokeMethod", invoke("eth_signTransaction", [{**tx, "chainId": "0x1"}])
+            )
+            assert wrong_chain["error"]["code"] == 4100
+
+
+async def test_manual_approval_shows_what_will_be_signed() -> None:
+    with trio.fail_after(60):
+        async with running_broker("--approval", "manual") as node, dapp(node.ws_url()) as conn:
+            replies: list[Any] = []
+
+            async def call(method: str, params: Any) -> None:
+                replies.append(await conn.call(method, params))
+
+            async def next_approval() -> dict[str, Any]:
+                while True:
+                    pending = (await node.admin("admin_listApprovals", {}))["result"]
+                    if pending:
+                        return dict(pending[0])
+                    await trio.sleep(0.05)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    call,
+                    "wallet_createSession",
+                    {"optionalScopes": {DEV: {"methods": SIGNING, "notifications": []}}},
+                )
+                await node.admin("admin_approve", {"id": (await next_approval())["id"]})
+            assert replies.pop()["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]
+
+            message = "0x" + b"pay 5 tokens".hex()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    call, "wallet_invokeMethod", invoke("personal_sign", [message, FIRST])
+                )
+                approval = await next_approval()
+                assert approval["kind"] == "signature"
+                assert "pay 5 tokens" in str(approval["request"])
+                await node.admin("admin_reject", {"id": approval["id"]})
+            assert replies.pop()["error"]["code"] == 4001
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    call, "wallet_invokeMethod", invoke("personal_sign", [message, FIRST])
+                )
+                await node.admin("admin_approve", {"id": (await next_approval())["id"]})
+            signature = replies.pop()["result"]["result"]["result"]
+            assert (
+                Account.recover_message(
+                    encode_defunct(text="pay 5 tokens"), signature=signature
+                ).lower()
+                == FIRST
+            )
+
+
+async def test_direct_signing_only_on_the_dev_network(node: RunningBroker) -> None:
+    reply = await node.rpc("personal_sign", ["0x68656c6c6f", FIRST])
+    assert (
+        Account.recover_message(encode_defunct(text="hello"), signature=reply["result"]).lower()
+        == FIRST
+    )

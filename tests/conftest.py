@@ -1,0 +1,62 @@
+"""Suite-wide guard: no log record of the whole run may contain key material.
+
+A handler on the root logger sees every record any test produces (the broker, adapters, libraries);
+at the end of the session, a record holding the dev mnemonic or one of its private keys fails the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from eth_account import Account
+
+DEV_MNEMONIC = "test test test test test test test test test test test junk"
+
+
+def _secrets() -> list[str]:
+    Account.enable_unaudited_hdwallet_features()
+    keys = [
+        Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}")
+        .key.hex()
+        .removeprefix("0x")
+        for i in range(10)
+    ]
+    return [DEV_MNEMONIC, *keys]
+
+
+class _SecretScanner(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.secrets = _secrets()
+        self.leaks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            if record.exc_info:
+                text += logging.Formatter().formatException(record.exc_info)
+        except Exception:
+            return
+        lowered = text.lower()
+        for secret in self.secrets:
+            if secret.lower() in lowered:
+                self.leaks.append(f"{record.name}: {text[:200]}")
+
+
+_scanner = _SecretScanner()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    root = logging.getLogger()
+    root.addHandler(_scanner)
+    if root.level > logging.DEBUG:
+        root.setLevel(logging.DEBUG)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+    logging.getLogger().removeHandler(_scanner)
+    if _scanner.leaks:
+        print("\nkey material found in log records:\n  " + "\n  ".join(_scanner.leaks))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
