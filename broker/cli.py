@@ -110,6 +110,13 @@ def build_network(spec: NetworkSpec) -> Network:
     return Network(spec.name, spec.chain, adapter, direct_signing=spec.adapter == "devchain")
 
 
+#: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
+#: operation's initCode there. So that smart-account addresses are still deterministic per owner, the
+#: dev keyring computes them with this stand-in proxy creation code (one STOP opcode: deploys no code).
+#: On a real network the factory answers getAddress, or the operator configures the real proxy code.
+DEV_PROXY_CREATION_CODE = "0x00"
+
+
 def _accounts(config: Config, specs: Sequence[NetworkSpec]) -> AccountAdapter:
     from adapters.keyring import KeyringAdapter
 
@@ -117,6 +124,8 @@ def _accounts(config: Config, specs: Sequence[NetworkSpec]) -> AccountAdapter:
     chains = options.pop("chains", None)
     if chains is None:
         chains = [s.chain for s in specs if s.adapter == "devchain"]
+    if config.accounts is None:
+        options["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
     return KeyringAdapter.from_options(chains, options)
 
 

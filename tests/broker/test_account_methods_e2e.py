@@ -166,3 +166,89 @@ async def test_direct_signing_only_on_the_dev_network(node: RunningBroker) -> No
         Account.recover_message(encode_defunct(text="hello"), signature=reply["result"]).lower()
         == FIRST
     )
+
+
+def user_op_hash(op: dict[str, str], entry_point: str, chain_id: int) -> bytes:
+    """EntryPoint v0.6's getUserOpHash, computed here independently of the adapter."""
+    from eth_abi import encode
+    from eth_hash.auto import keccak
+
+    def b(value: str) -> bytes:
+        return bytes.fromhex(value[2:])
+
+    def n(value: str) -> int:
+        return int(value, 16)
+
+    packed = encode(
+        [
+            "address",
+            "uint256",
+            "bytes32",
+            "bytes32",
+            "uint256",
+            "uint256",
+            "uint256",
+            "uint256",
+            "uint256",
+            "bytes32",
+        ],
+        [
+            op["sender"],
+            n(op["nonce"]),
+            keccak(b(op["initCode"])),
+            keccak(b(op["callData"])),
+            n(op["callGasLimit"]),
+            n(op["verificationGasLimit"]),
+            n(op["preVerificationGas"]),
+            n(op["maxFeePerGas"]),
+            n(op["maxPriorityFeePerGas"]),
+            keccak(b(op["paymasterAndData"])),
+        ],
+    )
+    return bytes(
+        keccak(encode(["bytes32", "address", "uint256"], [keccak(packed), entry_point, chain_id]))
+    )
+
+
+async def test_user_operation_prepare_patch_sign_in_a_session(node: RunningBroker) -> None:
+    entry_point = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789"
+    methods = ["eth_prepareUserOperation", "eth_patchUserOperation", "eth_signUserOperation"]
+    with trio.fail_after(30):
+        async with dapp(node.ws_url()) as conn:
+            await conn.result(
+                "wallet_createSession",
+                {"optionalScopes": {DEV: {"methods": methods, "notifications": []}}},
+            )
+            intents = [{"to": SECOND, "value": "0x1", "data": "0x"}]
+            details = (
+                await conn.result(
+                    "wallet_invokeMethod", invoke("eth_prepareUserOperation", intents)
+                )
+            )["result"]["result"]
+            assert details["nonce"] == "0x0"
+            assert details["initCode"].startswith("0x9406cc6185a346906296840746125a0e44976454")
+            assert details["callData"].startswith("0xb61d27f6")  # execute(address,uint256,bytes)
+            assert len(bytes.fromhex(details["dummySignature"][2:])) == 65
+            op = {
+                "sender": details["sender"],
+                "nonce": details["nonce"],
+                "initCode": details["initCode"],
+                "callData": details["callData"],
+                **details["gasLimits"],
+                "maxFeePerGas": "0x77359400",
+                "maxPriorityFeePerGas": "0x1",
+                "paymasterAndData": "0x",
+                "signature": "0x",
+            }
+            patch = (
+                await conn.result("wallet_invokeMethod", invoke("eth_patchUserOperation", [op]))
+            )["result"]["result"]
+            op["paymasterAndData"] = patch["paymasterAndData"]
+            signed = (
+                await conn.result(
+                    "wallet_invokeMethod", invoke("eth_signUserOperation", [op, entry_point])
+                )
+            )["result"]["result"]
+            digest = user_op_hash(op, entry_point, 1337)
+            signer = Account.recover_message(encode_defunct(primitive=digest), signature=signed)
+            assert signer.lower() == FIRST
