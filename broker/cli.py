@@ -17,7 +17,7 @@ import trio
 from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
 from adapters.registry import load
 from broker.admin import AdminApi
-from broker.app import DEV_API_KEY, Broker, is_loopback
+from broker.app import DEV_API_KEY, Broker, Limits, is_loopback
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
 from broker.networks import Network, Networks
@@ -149,7 +149,15 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         accounts=[accounts] if accounts.chains() else [],
     )
     api_keys = [*args.api_key, *env_list("SCOPECAST_API_KEYS")] or server.api_keys
-    broker = Broker(networks, api_keys=api_keys, ingest=args.role == "all")
+    limits = Limits(
+        http_body=server.max_body_bytes,
+        ws_message=server.max_message_bytes,
+        outbox=server.outbox_limit_bytes,
+        max_inflight=server.max_inflight,
+        ping_interval=server.ping_interval,
+        shutdown_grace=server.shutdown_grace,
+    )
+    broker = Broker(networks, api_keys=api_keys, limits=limits, ingest=args.role == "all")
     policy = ApprovalPolicy(args.approval or server.approval, timeout=server.approval_timeout)
     sessions = SessionService(
         broker, policy=policy, max_expiry=timedelta(seconds=server.max_session_expiry)

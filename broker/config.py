@@ -11,6 +11,12 @@ Shape (every key optional but ``chain`` of a network)::
     admin_token = "..."         # --admin-token, SCOPECAST_ADMIN_TOKEN
     redis_url = "redis://..."   # --redis-url, REDIS_URL
     max_session_expiry = 604800 # seconds (7 days)
+    max_body_bytes = 5242880    # HTTP request body (413 past it)
+    max_message_bytes = 1048576 # WebSocket message (close 1009 past it)
+    outbox_limit_bytes = 4194304  # unsent bytes per connection (close 4008 past it)
+    max_inflight = 64           # concurrent calls per WebSocket connection
+    ping_interval = 30          # seconds; no pong by the next ping: close 4009
+    shutdown_grace = 10         # seconds connections get to drain on SIGTERM
 
     [networks.mainnet]
     chain = "eip155:1"
@@ -58,6 +64,13 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     redis_url: str | None = None
     max_session_expiry: float = 7 * 24 * 3600.0
     stream_maxlen: int = 100_000
+    # Limits (README "Limits"): bytes, seconds, counts.
+    max_body_bytes: int = 5 * 1024 * 1024
+    max_message_bytes: int = 1024 * 1024
+    outbox_limit_bytes: int = 4 * 1024 * 1024
+    max_inflight: int = 64
+    ping_interval: float = 30.0
+    shutdown_grace: float = 10.0
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -9,6 +9,7 @@ import trio
 import trio.testing
 
 from broker import frames
+from broker.config import Config, ServerConfig
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
 
@@ -223,3 +224,21 @@ async def test_subscribe_unsubscribe_and_connection_churn_leave_nothing_behind(
         assert count_tasks() <= baseline_tasks
         assert node.broker.hub.count() == 0
         assert (await node.rpc("eth_chainId", []))["result"] == "0x539"
+
+
+async def test_a_peer_that_does_not_answer_pings_is_dropped() -> None:
+    config = Config(server=ServerConfig(ping_interval=0.2))
+    with trio.fail_after(30):
+        async with running_broker("--block-time", "0", config=config) as node:
+            async with dapp(node.ws_url()) as live:  # trio-websocket answers pings
+                mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")  # never answers
+                opcodes = []
+                while (frame := await mute.frame()) is not None:
+                    opcodes.append(frame[0])
+                    if frame[0] == 0x8:
+                        break
+                mute.close()
+                assert opcodes[0] == 0x9, "the server pings"
+                assert mute.close_code == frames.CLOSE_PING_TIMEOUT
+                await trio.sleep(0.6)
+                assert await live.result("eth_chainId", []) == "0x539"
