@@ -19,7 +19,9 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.connections = Gauge("scopecast_connections", "Open WebSocket connections", registry=r)
-        self.sessions = Gauge("scopecast_sessions", "Active multichain sessions", registry=r)
+        self.sessions = Gauge(
+            "scopecast_sessions", "Sessions of the dapps connected to this process", registry=r
+        )
         self.subscriptions = Gauge(
             "scopecast_subscriptions", "Active subscriptions", ["kind"], registry=r
         )

@@ -352,6 +352,8 @@ class SessionService:
     async def _watch_expiry(self) -> None:
         while True:
             await trio.sleep(self.expiry_check)
+            # the sessions of the dapps connected to this process
+            self._broker.metrics.sessions.set(len(self._expiries))
             now = _now()
             for identity, expiry in list(self._expiries.items()):
                 if expiry > now:
