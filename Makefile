@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 $(NODE_STAMP): tests/interop/package.json
 	cd tests/interop && npm install --no-audit --no-fund --loglevel=error
-	touch $@
+	mkdir -p $(dir $@) && touch $@
 
 run: $(STAMP)
 	$(BIN)/scopecast serve --host 127.0.0.1 --port 8545 --block-time 2
