@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-$(NODE_STAMP): tests/interop/package.json
-	cd tests/interop && npm install --no-audit --no-fund --loglevel=error
-	mkdir -p $(dir $@) && touch $@
+$(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json
+	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 run: $(STAMP)
 	$(BIN)/scopecast serve --host 127.0.0.1 --port 8545 --block-time 2

@@ -1,0 +1,38 @@
+"""viem watches heads and ERC-20 Transfer logs over webSocket() while it sends and mines two token
+transfers, then reads blocks, transactions, receipts and logs over http(); see ``viem_watch.mjs``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+from tests.interop.nodejs import run_node_script
+from tests.support.inprocess import RunningBroker, running_broker
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningBroker]:
+    with trio.fail_after(30):
+        async with running_broker("--block-time", "0") as running:
+            yield running
+
+
+async def test_watch_blocks_and_events_and_read_over_http(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        run = await run_node_script(
+            "viem_watch.mjs", {"ws": node.ws_url(), "http": node.http_url()}
+        )
+    assert run.ok, run.explain()
+    report = run.report
+    assert report is not None
+    observed = report["observed"]
+    assert [s["params"][0] for s in observed["subscriptions"]] == ["newHeads", "logs", "logs"]
+    assert len(observed["transfers"]) == 2
+
+    # the heads viem watched are the broker's canonical blocks
+    with trio.fail_after(10):
+        for head in observed["heads"]:
+            reply = await node.rpc("eth_getBlockByNumber", [hex(int(head["number"])), False])
+            assert reply["result"]["hash"] == head["hash"]
