@@ -1,6 +1,7 @@
 """Suite-wide guard: no log record of the whole run may contain key material.
 
-A handler on the root logger sees every record any test produces (the broker, adapters, libraries);
+A handler on the root logger sees every record the run produces (our loggers at every level,
+libraries at their default levels);
 at the end of the session, a record holding the dev mnemonic or one of its private keys fails the run.
 """
 
@@ -48,11 +49,15 @@ class _SecretScanner(logging.Handler):
 _scanner = _SecretScanner()
 
 
+#: Our own loggers log at every level during the run; third-party ones keep their defaults (pytest
+#: keeps every captured record in memory, and some libraries log each message at DEBUG).
+OWN_LOGGERS = ("broker", "adapters", "scopecast")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    root = logging.getLogger()
-    root.addHandler(_scanner)
-    if root.level > logging.DEBUG:
-        root.setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(_scanner)
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
