@@ -224,7 +224,7 @@ class LogFilter(msgspec.Struct, frozen=True, kw_only=True):
         return len(self.addresses) + sum(len(t) for t in self.topics if t)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     """The word Go's json package uses for a JSON value's kind in type errors."""
     if isinstance(value, bool):
         return "bool"
@@ -354,7 +354,12 @@ def _raw_text(value: Any) -> str:
 
 
 def decode_block_number(value: Any) -> BlockNumber:
-    """A block parameter: hex number or tag (geth's ``rpc.BlockNumber``)."""
+    """A block parameter: hex number or tag (geth's ``rpc.BlockNumber``).
+
+    A plain JSON integer is taken as a block number too (SPEC §4.4 allows decimal integers).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT64:
+        return value
     text = _raw_text(value).strip()
     if text in BLOCK_TAGS:
         return text  # type: ignore[return-value]
@@ -367,18 +372,17 @@ def decode_block_number(value: Any) -> BlockNumber:
 def decode_block_ref(value: Any, *, allow_decimal: bool = False) -> BlockRef:
     """A block number, tag, hash or EIP-1898 object (geth's ``rpc.BlockNumberOrHash``).
 
-    ``allow_decimal`` also accepts a JSON integer or a decimal string (SPEC §4.4 for
-    ``eth_getBlockReceipts``).
+    A JSON integer is a block number; ``allow_decimal`` also accepts a decimal string (SPEC §4.4
+    for ``eth_getBlockReceipts``).
     """
     if isinstance(value, dict):
         return _decode_block_ref_object(value)
-    if allow_decimal:
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT64:
-            return value
-        if isinstance(value, str) and value.isdecimal() and int(value) <= MAX_INT64:
-            return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT64:
+        return value
+    if allow_decimal and isinstance(value, str) and value.isdecimal() and int(value) <= MAX_INT64:
+        return int(value)
     if not isinstance(value, str):
-        raise _type_error(_json_kind(value), "string")
+        raise _type_error(json_kind(value), "string")
     if value in BLOCK_TAGS:
         return value  # type: ignore[return-value]
     if len(value) == 66:
@@ -403,7 +407,7 @@ def _decode_block_ref_object(value: dict[str, Any]) -> BlockRef:
     if block_hash is not None:
         canonical = fields.get("requirecanonical", False)
         if not isinstance(canonical, bool):
-            raise _type_error(_json_kind(canonical), "bool")
+            raise _type_error(json_kind(canonical), "bool")
         return BlockHashRef(decode_hash(block_hash), canonical)
     if number is not None:
         return decode_block_number(number)
@@ -416,7 +420,7 @@ def decode_bool(value: Any) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise _type_error(_json_kind(value), "bool")
+        raise _type_error(json_kind(value), "bool")
     return value
 
 
@@ -468,7 +472,7 @@ MAX_TOPICS: Final = 4
 def decode_log_filter(value: Any) -> LogFilter:
     """An ``eth_getLogs`` filter object, decoded as geth's ``FilterCriteria.UnmarshalJSON``."""
     if not isinstance(value, dict):
-        raise _type_error(_json_kind(value), "filters.input")
+        raise _type_error(json_kind(value), "filters.input")
     fields = _fold_keys(value)
     block_hash_value = fields.get("blockhash")
     from_value = fields.get("fromblock")
@@ -529,7 +533,7 @@ def _decode_filter_topics(value: Any) -> tuple[tuple[str, ...] | None, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _type_error(_json_kind(value), "[]interface {}")
+        raise _type_error(json_kind(value), "[]interface {}")
     if len(value) > MAX_TOPICS:
         raise ArgumentError("exceed max topics")
     topics: list[tuple[str, ...] | None] = []

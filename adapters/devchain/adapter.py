@@ -23,6 +23,7 @@ from .accounts import DEFAULT_ACCOUNTS, DEFAULT_MNEMONIC, DevAccount, derive_acc
 from .bootstrap import create_dev_chain
 from .chain import LocalChain
 from .formatting import data, quantity
+from .genesis import read_geth_genesis
 from .geth_import import import_geth_chain
 from .methods import READ_METHODS, Handler, ReadMethods
 from .params import argument, positional
@@ -55,8 +56,9 @@ def chain_id_of(caip2: str) -> int:
 class DevChainAdapter(ChainAdapter):
     """An embedded py-evm chain (the dev chain, or a geth genesis + chain file import).
 
-    Options: ``block_time`` (seconds between blocks with demo traffic; 0 mines on demand only),
-    ``mnemonic``, ``accounts``; or ``genesis``, ``chain_file`` and ``forkchoice`` paths to import.
+    Options: ``block_time`` (seconds between blocks, with demo traffic on the dev chain; 0 mines on
+    demand only), ``mnemonic``, ``accounts``; or a geth ``genesis`` file, optionally with a
+    ``chain_file`` (RLP blocks to import) and a ``forkchoice`` request naming head/safe/finalized.
     """
 
     name: ClassVar[str] = "devchain"
@@ -73,8 +75,8 @@ class DevChainAdapter(ChainAdapter):
         self._genesis = options.get("genesis")
         self._chain_file = options.get("chain_file")
         self._forkchoice = options.get("forkchoice")
-        if (self._genesis is None) != (self._chain_file is None):
-            raise ValueError("the genesis and chain_file options go together")
+        if self._genesis is None and (self._chain_file or self._forkchoice):
+            raise ValueError("the chain_file and forkchoice options need a genesis")
         self._chain: LocalChain | None = None
         self._accounts: tuple[DevAccount, ...] = ()
         self._token: bytes | None = None
@@ -110,16 +112,17 @@ class DevChainAdapter(ChainAdapter):
         if self._chain is not None:
             return
         if self._genesis is not None:
+            genesis_chain_id = int(read_geth_genesis(Path(self._genesis)).config.get("chainId", 1))
+            if genesis_chain_id != self.chain_id:
+                raise ValueError(
+                    f"{self.spec.chain} does not match the genesis chain id {genesis_chain_id}"
+                )
             chain = await trio.to_thread.run_sync(
                 import_geth_chain,
                 Path(self._genesis),
-                Path(str(self._chain_file)),
+                Path(self._chain_file) if self._chain_file else None,
                 Path(self._forkchoice) if self._forkchoice else None,
             )
-            if chain.chain_id != self.chain_id:
-                raise ValueError(
-                    f"{self.spec.chain} does not match the genesis chain id {chain.chain_id}"
-                )
             self._chain = chain
         else:
             self._chain = await trio.to_thread.run_sync(self._create_dev_chain)

@@ -37,10 +37,6 @@ BLOB_TX_TYPE: Final = b"\x03"
 DEFAULT_CALL_GAS: Final = 50_000_000  # geth's RPCGasCap
 
 
-class UnknownBlock(LookupError):
-    """A block reference that names no block (geth: ``header not found``)."""
-
-
 class NotCanonical(LookupError):
     """An EIP-1898 reference with ``requireCanonical`` to a block off the canonical chain."""
 
@@ -120,15 +116,15 @@ class LocalChain:
 
     def adopt(self, record: BlockRecord) -> list[BlockRecord]:
         """Make ``record`` the head; returns the blocks it orphans (a reorganisation)."""
-        self.records[record.hash] = record
         orphaned: list[BlockRecord] = []
         if self.canonical and record.parent_hash != self.head.hash:
-            parent = self.records[record.parent_hash]
-            if not self.is_canonical(parent):
+            parent = self.records.get(record.parent_hash)
+            if parent is None or not self.is_canonical(parent):
                 raise ValueError(f"block {record.hash} does not build on the canonical chain")
             orphaned = self.rewind(parent.number)
         if record.number != len(self.canonical):
             raise ValueError(f"block {record.number} does not extend height {len(self.canonical)}")
+        self.records[record.hash] = record
         self.canonical.append(record)
         for tx in record.txs:
             self.transactions[tx.hash] = tx
@@ -181,13 +177,14 @@ class LocalChain:
     def decode_transaction(self, raw: bytes) -> Any:
         """A signed transaction as the next block's VM reads it.
 
-        A blob transaction may come in its network form (with blobs, commitments and proofs); the
+        A blob transaction may come in its network form (blobs, commitments and proofs, EIP-4844 or
+        EIP-7594 wrapper); the
         sidecar is dropped, as it never enters a block. Its proofs are not verified here.
         """
         builder = self.vm_class(self.head.number + 1).get_transaction_builder()
         if raw[:1] == BLOB_TX_TYPE:
             fields = rlp.decode(raw[1:])
-            if len(fields) == 4 and isinstance(fields[0], list):
+            if len(fields) in (4, 5) and isinstance(fields[0], list):
                 raw = BLOB_TX_TYPE + rlp.encode(fields[0])
         return builder.decode(raw)
 

@@ -13,7 +13,7 @@ from eth._utils.calculations import fake_exponential
 from adapters.base import LogRecord
 from schemas import eth as schema
 
-from .records import BlockRecord, TxRecord, json_array
+from .records import BlockRecord, TxRecord
 
 GAS_PER_BLOB: Final = 2**17
 MIN_BLOB_BASE_FEE: Final = 1
@@ -203,7 +203,6 @@ def format_block(
     number_hex = quantity(number)
 
     txs: list[TxRecord] = []
-    tx_jsons: list[bytes] = []
     logs: list[LogRecord] = []
     previous_cumulative = 0
     for index, (tx, receipt) in enumerate(zip(block.transactions, receipts, strict=True)):
@@ -219,7 +218,6 @@ def format_block(
                 base_fee=base_fee,
             )
         )
-        tx_jsons.append(tx_json)
         gas_used = receipt.gas_used - previous_cumulative
         previous_cumulative = receipt.gas_used
         index_hex = quantity(index)
@@ -295,7 +293,6 @@ def format_block(
     base_fields["size"] = quantity(len(rlp.encode(block)))
     base_fields["uncles"] = [data(uncle.hash) for uncle in block.uncles]
     hashes = msgspec.Raw(_encode([t.hash for t in txs]))
-    full = json_array(tx_jsons)
     return BlockRecord(
         number=number,
         hash=block_hash,
@@ -307,9 +304,7 @@ def format_block(
         blob_gas_used=getattr(header, "blob_gas_used", None),
         excess_blob_gas=excess_blob_gas,
         json_hashes=_encode(schema.Block(**base_fields, transactions=hashes)),
-        json_full=_encode(schema.Block(**base_fields, transactions=full)),
         header_json=_encode(format_header(header)),
-        receipts_json=b"[" + b",".join(t.receipt_json for t in txs) + b"]",
         txs=tuple(txs),
         uncles_json=tuple(format_uncle(uncle) for uncle in block.uncles),
         logs=tuple(logs),

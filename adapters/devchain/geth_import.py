@@ -73,11 +73,11 @@ def read_forkchoice(path: Path) -> dict[str, str]:
 
 
 def import_geth_chain(
-    genesis_path: Path, chain_path: Path, forkchoice_path: Path | None = None
+    genesis_path: Path, chain_path: Path | None = None, forkchoice_path: Path | None = None
 ) -> LocalChain:
-    """A chain holding the genesis and every block of the chain file, executed."""
+    """A chain holding the genesis and every block of the chain file (if any), executed."""
     genesis = read_geth_genesis(genesis_path)
-    raw_blocks = split_rlp_items(chain_path.read_bytes())
+    raw_blocks = split_rlp_items(chain_path.read_bytes()) if chain_path else []
     summaries = [summarize(raw) for raw in raw_blocks]
     schedule = schedule_from_geth_config(
         genesis.config,

@@ -26,7 +26,7 @@ from eth_abi.abi import decode as abi_decode
 from eth_typing import Address
 from eth_utils.exceptions import ValidationError
 
-from broker.errors import LimitExceeded, ServerError, WireError, invalid_argument
+from broker.errors import InvalidParams, LimitExceeded, ServerError, WireError, invalid_argument
 from schemas import eth as schema
 
 from .chain import CallRequest, GasEstimateFailed, LocalChain, NotCanonical
@@ -56,10 +56,6 @@ def _client_version() -> str:
 
 
 CLIENT_VERSION: Final = _client_version()
-
-
-def _raw(payload: bytes | None) -> msgspec.Raw | None:
-    return None if payload is None else msgspec.Raw(payload)
 
 
 def vm_error(computation: Any) -> ServerError | WireError:
@@ -95,7 +91,7 @@ def _decode_call(value: Any) -> CallRequest:
     """geth's ``TransactionArgs`` (the fields a call needs)."""
     if not isinstance(value, dict):
         raise schema.ArgumentError(
-            f"json: cannot unmarshal {schema._json_kind(value)} into Go value of type "
+            f"json: cannot unmarshal {schema.json_kind(value)} into Go value of type "
             "ethapi.TransactionArgs"
         )
     fields = {key.lower(): item for key, item in value.items()}
@@ -228,7 +224,7 @@ class ReadMethods:
     def _block_json(record: BlockRecord | None, full: bool) -> msgspec.Raw | None:
         if record is None:
             return None
-        return msgspec.Raw(record.json_full if full else record.json_hashes)
+        return msgspec.Raw(record.json(full))
 
     async def block_by_hash(self, raw: msgspec.Raw) -> msgspec.Raw | None:
         params = positional(raw, 2)
@@ -324,7 +320,7 @@ class ReadMethods:
             record = self.chain.resolve(ref)
         except NotCanonical as exc:
             raise ServerError(str(exc)) from None
-        return None if record is None else msgspec.Raw(record.receipts_json)
+        return None if record is None else msgspec.Raw(record.receipts_json())
 
     # ----------------------------------------------------------------------------------------------
     # Logs
@@ -347,13 +343,13 @@ class ReadMethods:
             return json_array(self._scan_inline(blocks, matcher))
         begin = criteria.from_block if criteria.from_block is not None else "latest"
         end = criteria.to_block if criteria.to_block is not None else "latest"
-        if isinstance(begin, int) and isinstance(end, int) and begin > end:
-            raise ServerError("invalid block range params")
         first = begin if isinstance(begin, int) else self.chain.tag_number(begin)
         last = end if isinstance(end, int) else self.chain.tag_number(end)
-        last = min(last, self.chain.head.number)
+        # As geth: both are invalid params, checked once the tags are resolved.
         if first > last:
-            return json_array([])
+            raise InvalidParams("invalid block range params")
+        if last > self.chain.head.number:
+            raise InvalidParams("block range extends beyond current head block")
         index = self.chain.logs
         if index.count(first, last) <= INLINE_SCAN_LOGS:
             return json_array(self._scan_inline(index.blocks(first, last), matcher))
@@ -522,7 +518,7 @@ def _decode_percentiles(value: Any) -> list[float]:
         isinstance(p, int | float) and not isinstance(p, bool) for p in value
     ):
         raise schema.ArgumentError(
-            f"json: cannot unmarshal {schema._json_kind(value)} into Go value of type []float64"
+            f"json: cannot unmarshal {schema.json_kind(value)} into Go value of type []float64"
         )
     for i, percentile in enumerate(value):
         if not 0 <= percentile <= 100:
@@ -538,7 +534,7 @@ def _storage_key(value: Any) -> int:
     """geth's ``decodeHash`` for storage keys: short hex allowed, errors as -32000."""
     if not isinstance(value, str):
         raise invalid_argument(
-            1, f"json: cannot unmarshal {schema._json_kind(value)} into Go value of type string"
+            1, f"json: cannot unmarshal {schema.json_kind(value)} into Go value of type string"
         )
     text = value[2:] if value[:2] in ("0x", "0X") else value
     if len(text) % 2:

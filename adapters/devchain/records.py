@@ -8,10 +8,13 @@ access and no re-encoding.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 
 from adapters.base import ChainBlock, LogRecord
+
+_TRANSACTIONS_KEY: Final = b'"transactions":['
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +46,29 @@ class BlockRecord:
     blob_gas_used: int | None
     excess_blob_gas: int | None
     json_hashes: bytes
-    json_full: bytes
     header_json: bytes
-    receipts_json: bytes
     txs: tuple[TxRecord, ...]
     uncles_json: tuple[bytes, ...]
     logs: tuple[LogRecord, ...]
     log_addresses: frozenset[str]
     log_topics: frozenset[str]
+
+    def json(self, full: bool) -> bytes:
+        """The block as ``eth_getBlockBy*`` returns it, with hashes or full transactions.
+
+        Only the hashes form is stored; the full form splices the transactions' own JSON into it
+        (the hashes array holds no brackets, so its end is the first ``]`` after its start).
+        """
+        if not full or not self.txs:
+            return self.json_hashes
+        start = self.json_hashes.index(_TRANSACTIONS_KEY) + len(_TRANSACTIONS_KEY)
+        end = self.json_hashes.index(b"]", start)
+        full_txs = b",".join(tx.json for tx in self.txs)
+        return self.json_hashes[:start] + full_txs + self.json_hashes[end:]
+
+    def receipts_json(self) -> bytes:
+        """The ``eth_getBlockReceipts`` array."""
+        return b"[" + b",".join(tx.receipt_json for tx in self.txs) + b"]"
 
     def chain_block(self) -> ChainBlock:
         """The ingestion view of this block."""
