@@ -1,19 +1,20 @@
-"""The execution-apis conformance fixtures against the devchain adapter on the fixture chain."""
+"""The execution-apis conformance fixtures, POSTed over HTTP to a real ``scopecast serve`` process
+started on the fixture chain (genesis.json + chain.rlp + headfcu.json), as the reference runner does."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-import trio
 
-from adapters.base import NetworkSpec
-from adapters.devchain import DevChainAdapter
-
-from .jsonrpc import adapter_post
-from .runner import Fixture, load_fixtures, run_all, run_fixture
+from .runner import Fixture, Post, load_fixtures, run_all, run_fixture
 
 FIXTURE_DIR = Path(
     os.environ.get(
@@ -21,46 +22,74 @@ FIXTURE_DIR = Path(
         Path(__file__).resolve().parents[3] / "shared" / "conformance" / "execution-apis",
     )
 )
-CHAIN = "eip155:3503995874084926"
-START_BUDGET_SECONDS = 10.0
+SCOPECAST = str(Path(sys.executable).with_name("scopecast"))
 
 pytestmark = pytest.mark.skipif(
     not (FIXTURE_DIR / "chain.rlp").exists(),
-    reason=f"conformance fixtures (ethereum/execution-apis tests) not found at {FIXTURE_DIR}",
+    reason=f"optional conformance data (ethereum/execution-apis tests) not found at {FIXTURE_DIR}",
 )
 FIXTURES = load_fixtures(FIXTURE_DIR) if FIXTURE_DIR.exists() else []
 
 
 @pytest.fixture(scope="module")
-def fixture_chain() -> DevChainAdapter:
-    """The adapter on the imported fixture chain, started once for the module."""
-    adapter = DevChainAdapter(
-        NetworkSpec(
-            name="hive",
-            chain=CHAIN,
-            adapter="devchain",
-            options={
-                "genesis": str(FIXTURE_DIR / "genesis.json"),
-                "chain_file": str(FIXTURE_DIR / "chain.rlp"),
-                "forkchoice": str(FIXTURE_DIR / "headfcu.json"),
-            },
-        )
-    )
+def node_url() -> Iterator[str]:
+    """A scopecast process serving the fixture chain; its HTTP URL."""
     started = time.perf_counter()
-    trio.run(adapter.start)
-    elapsed = time.perf_counter() - started
-    print(f"\nfixture chain start-up: {elapsed:.2f} s")
-    assert elapsed < START_BUDGET_SECONDS
-    return adapter
+    process = subprocess.Popen(
+        [
+            SCOPECAST,
+            "serve",
+            "--port",
+            "0",
+            "--genesis",
+            str(FIXTURE_DIR / "genesis.json"),
+            "--chain-file",
+            str(FIXTURE_DIR / "chain.rlp"),
+            "--forkchoice",
+            str(FIXTURE_DIR / "headfcu.json"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = None
+        for line in process.stdout:
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port is not None, "scopecast serve did not start"
+        print(f"\nfixture chain: serving after {time.perf_counter() - started:.2f} s")
+        yield f"http://127.0.0.1:{port}/v3/dev"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def http_post(url: str, client: httpx.AsyncClient) -> Post:
+    async def post(body: bytes) -> bytes:
+        reply = await client.post(url, content=body, headers={"content-type": "application/json"})
+        return reply.content
+
+    return post
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.id for f in FIXTURES])
-async def test_fixture(fixture_chain: DevChainAdapter, fixture: Fixture) -> None:
-    problems = await run_fixture(fixture, adapter_post(fixture_chain, CHAIN))
+async def test_fixture(node_url: str, fixture: Fixture) -> None:
+    async with httpx.AsyncClient() as client:
+        problems = await run_fixture(fixture, http_post(node_url, client))
     assert not problems, "\n".join(problems)
 
 
-async def test_every_fixture_passes(fixture_chain: DevChainAdapter) -> None:
-    report = await run_all(FIXTURES, adapter_post(fixture_chain, CHAIN))
+async def test_every_fixture_passes(node_url: str) -> None:
+    async with httpx.AsyncClient() as client:
+        report = await run_all(FIXTURES, http_post(node_url, client))
     print("\n" + "\n".join(report.lines()))
     assert report.passed == report.total, report.failures
