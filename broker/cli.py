@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,7 +22,10 @@ from broker.app import DEV_API_KEY, Broker, Limits, is_loopback
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
 from broker.networks import Network, Networks
+from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
+from broker.redis_store import RedisSessionStore
 from broker.session_service import SessionService
+from broker.worker import ChainLeaders, LeaseTiming, Worker
 
 log = logging.getLogger("scopecast")
 
@@ -36,6 +40,18 @@ settings that matter for a deployment:
   --approval manual                   park every session and signature for the operator
   --config FILE                       networks (upstream nodes), accounts, limits: see README
   --redis-url / REDIS_URL             share sessions and events between web processes
+"""
+
+WORKER_HELP = """\
+settings that matter for a worker (see docs/scale-out.md):
+  --redis-url / REDIS_URL   the Redis the web processes read (required)
+  --config FILE             the web processes' file: every [networks.*] an upstream network
+                            (upstreams = [{http = ..., ws = ...}])
+  [server] stream_maxlen    entries kept per chain stream (approximate, default 100000): how far
+                            a web process cut off from Redis can fall behind and still catch up
+  --lease-ttl S             how long a dead worker's chains wait for the standby (default 3)
+run one worker and a second one as a standby: it takes each chain over within about
+--lease-ttl seconds of the first one's death, resuming at the last published head.
 """
 
 
@@ -84,6 +100,21 @@ def parser() -> argparse.ArgumentParser:
         default="all",
         help="all: also ingest chain events (one process); web: events come from a worker via Redis",
     )
+
+    worker = commands.add_parser(
+        "worker",
+        help="ingest chain events once per chain and publish them to Redis for the web processes",
+        epilog=WORKER_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    worker.add_argument("--config", type=Path, help="TOML settings file (its upstream networks)")
+    worker.add_argument("--redis-url", help="Redis shared with the web processes (or REDIS_URL)")
+    worker.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=LeaseTiming().ttl,
+        help="seconds a chain's lease outlives a dead worker (default %(default)s)",
+    )
     return parser
 
 
@@ -129,6 +160,57 @@ def _accounts(config: Config, specs: Sequence[NetworkSpec]) -> AccountAdapter:
     return KeyringAdapter.from_options(chains, options)
 
 
+# -- Redis (docs/scale-out.md) ----------------------------------------------------------------------
+
+
+def _redis_url(args: argparse.Namespace, config: Config) -> str | None:
+    url: str | None = args.redis_url or os.environ.get("REDIS_URL") or config.server.redis_url
+    return url
+
+
+def _require_upstreams(specs: Sequence[NetworkSpec], what: str) -> None:
+    # Chain state never lives in a web process or a worker: each would have a chain of its own.
+    if not specs:
+        raise ConfigError(
+            f"{what}: configure upstream networks ([networks.*] upstreams) in --config"
+        )
+    for spec in specs:
+        if spec.adapter == "devchain":
+            raise ConfigError(
+                f"{what}: network {spec.name} is an embedded dev chain; with several processes "
+                "every network is an upstream network (serve a dev chain with its own "
+                "`scopecast serve` and list it in upstreams)"
+            )
+
+
+@dataclass(frozen=True)
+class _RedisBackends:
+    url: str
+    client: RedisClient
+    bus: RedisEventBus
+    store: RedisSessionStore
+    changes: RedisChangeBus
+
+    @classmethod
+    def for_url(cls, url: str, config: Config) -> _RedisBackends:
+        client = redis_client(url)
+        return cls(
+            url,
+            client,
+            RedisEventBus(client, maxlen=config.server.stream_maxlen),
+            RedisSessionStore(client),
+            RedisChangeBus(client),
+        )
+
+    def attach(self, broker: Broker, *, ingest: bool) -> None:
+        broker.add_resource(hold_redis(self.client, self.url))
+        if ingest:  # --role all: this process competes for the chains' leases like a worker
+            broker.add_service(ChainLeaders(list(broker.networks), self.bus, broker.metrics))
+
+
+# -- end of Redis -------------------------------------------------------------------------------
+
+
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     """The broker the command line and the config file describe."""
     specs, default = network_specs(config)
@@ -142,6 +224,12 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
             for s in specs
         ]
     server = config.server
+    redis_url = _redis_url(args, config)
+    if args.role == "web":
+        if redis_url is None:
+            raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
+        _require_upstreams(network_specs(config)[0], "serve --role web")
+    redis = _RedisBackends.for_url(redis_url, config) if redis_url else None
     accounts = _accounts(config, specs)
     networks = Networks(
         [build_network(spec) for spec in specs],
@@ -157,11 +245,23 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         ping_interval=server.ping_interval,
         shutdown_grace=server.shutdown_grace,
     )
-    broker = Broker(networks, api_keys=api_keys, limits=limits, ingest=args.role == "all")
+    broker = Broker(
+        networks,
+        api_keys=api_keys,
+        limits=limits,
+        bus=redis.bus if redis else None,
+        ingest=args.role == "all" and redis is None,
+    )
     policy = ApprovalPolicy(args.approval or server.approval, timeout=server.approval_timeout)
     sessions = SessionService(
-        broker, policy=policy, max_expiry=timedelta(seconds=server.max_session_expiry)
+        broker,
+        store=redis.store if redis else None,
+        changes=redis.changes if redis else None,
+        policy=policy,
+        max_expiry=timedelta(seconds=server.max_session_expiry),
     )
+    if redis is not None:
+        redis.attach(broker, ingest=args.role == "all")
     host = args.host or server.host
     token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
     if token is None and is_loopback(host):
@@ -201,6 +301,9 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
         raise SystemExit(
             f"refusing to bind {host} with the dev API key: pass --api-key (or SCOPECAST_API_KEYS)"
         )
+    # Started here, outside the server's nursery, so that a configuration error (an upstream on the
+    # wrong chain, a bad keystore passphrase) reaches the user as one clear line.
+    await broker.start_adapters()
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, host, port)
         _print_endpoints(broker, host)
@@ -208,6 +311,28 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
             async for signum in signals:
                 log.info("received %s: draining connections", signal.Signals(signum).name)
                 broker.shutdown()
+                break
+
+
+async def _work(args: argparse.Namespace, config: Config) -> None:
+    specs, _default = network_specs(config)
+    _require_upstreams(specs, "worker")
+    redis_url = _redis_url(args, config)
+    if redis_url is None:
+        raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
+    worker = Worker(
+        [build_network(spec) for spec in specs],
+        redis_url,
+        maxlen=config.server.stream_maxlen,
+        timing=LeaseTiming.for_ttl(args.lease_ttl),
+    )
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker.serve)
+            async for signum in signals:
+                # Cancelling releases the leases held, so a standby takes over at once.
+                log.info("received %s: releasing the chains", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
                 break
 
 
@@ -219,10 +344,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # httpx logs every request's full URL at INFO, and upstream URLs carry provider API keys.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         config = load_config(getattr(args, "config", None))
         if args.command == "serve":
             trio.run(_serve, args, config)
+        elif args.command == "worker":
+            trio.run(_work, args, config)
     except ConfigError as exc:
         raise SystemExit(f"scopecast: {exc}") from None
 

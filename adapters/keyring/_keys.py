@@ -18,6 +18,8 @@ from eth_account.hdaccount import key_from_seed, seed_from_mnemonic
 from eth_account.messages import SignableMessage, encode_typed_data
 from eth_account.signers.local import LocalAccount
 
+from broker.config import ConfigError
+
 #: The well-known development mnemonic (hardhat, anvil, the embedded dev chain).
 DEV_MNEMONIC: Final = "test test test test test test test test test test test junk"
 
@@ -25,7 +27,7 @@ DEV_MNEMONIC: Final = "test test test test test test test test test test test ju
 HD_PATH: Final = "m/44'/60'/0'/0/{index}"
 
 
-class KeyLoadError(Exception):
+class KeyLoadError(ConfigError):
     """A key source could not be read (bad mnemonic, unreadable keystore, wrong passphrase)."""
 
 

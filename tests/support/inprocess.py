@@ -4,7 +4,7 @@ on 127.0.0.1 port 0, with real clients (httpx, trio-websocket) talking to it ove
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -117,6 +117,6 @@ class Dapp:
 
 @asynccontextmanager
 async def dapp(url: str, *, origin: str | None = None) -> AsyncIterator[Dapp]:
-    headers: Sequence[tuple[str, str]] = [("Origin", origin)] if origin else []
-    async with trio_websocket.open_websocket_url(url, extra_headers=list(headers)) as ws:
+    headers = [(b"Origin", origin.encode())] if origin else []
+    async with trio_websocket.open_websocket_url(url, extra_headers=headers) as ws:
         yield Dapp(ws)

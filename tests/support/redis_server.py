@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import trio
+
 REDIS_SERVER = "redis-server"
 START_TIMEOUT = 10.0
 
@@ -104,3 +106,21 @@ def redis_server(port: int | None = None) -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+async def redis_command(port: int, *args: str) -> bytes:
+    """Send one command on a fresh connection (e.g. ``CLIENT KILL TYPE normal``); the raw reply."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        parts = [f"*{len(args)}\r\n".encode()]
+        for arg in args:
+            data = arg.encode()
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        await stream.send_all(b"".join(parts))
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            chunk = await stream.receive_some(4096)
+            if not chunk:
+                break
+            reply += chunk
+        return reply

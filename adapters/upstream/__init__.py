@@ -1,0 +1,15 @@
+"""The upstream chain adapter: node methods forwarded to JSON-RPC nodes, with failover, and their
+chain head followed for subscriptions. Configured per network (``[networks.<name>]`` with
+``upstreams = [...]``); every setting is described in ``docs/upstream.md``.
+"""
+
+from adapters.upstream._adapter import NoUsableUpstream as NoUsableUpstream
+from adapters.upstream._adapter import UpstreamAdapter as UpstreamAdapter
+from adapters.upstream._forwarding import MaybeSubmitted as MaybeSubmitted
+from adapters.upstream._forwarding import UpstreamUnavailable as UpstreamUnavailable
+from adapters.upstream._health import State as State
+from adapters.upstream._health import UpstreamStatus as UpstreamStatus
+from adapters.upstream._options import READ_METHODS as READ_METHODS
+from adapters.upstream._options import WRITE_METHODS as WRITE_METHODS
+from adapters.upstream._options import Endpoint as Endpoint
+from adapters.upstream._options import UpstreamOptions as UpstreamOptions

@@ -1,0 +1,115 @@
+"""The upstream chain adapter: a network served by JSON-RPC nodes the operator runs or rents."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import ClassVar
+
+import msgspec
+import trio
+
+from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
+from broker.config import ConfigError
+from broker.errors import InvalidParams, LimitExceeded, MethodNotFound
+
+from ._fetching import BlockFetcher
+from ._forwarding import Forwarder
+from ._heads import HeadFollower
+from ._health import UpstreamStatus
+from ._logs_query import check_logs_params
+from ._options import UpstreamOptions, decode_options, expected_chain_id
+from ._transport import HttpUpstream
+
+log = logging.getLogger(__name__)
+
+
+class NoUsableUpstream(ConfigError):
+    """At start, no upstream of the network answered with the network's chain id."""
+
+
+class UpstreamAdapter(ChainAdapter):
+    """Forwards node methods to the configured upstreams and follows their chain head.
+
+    Built from a ``[networks.<name>]`` table (see :class:`UpstreamOptions`); :meth:`start` checks
+    every upstream's ``eth_chainId`` against the network's chain and leaves out the ones that differ.
+    """
+
+    name: ClassVar[str] = "upstream"
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        self.spec = spec
+        self.options: UpstreamOptions = decode_options(spec)
+        self.chain_id = expected_chain_id(spec)
+        self._methods = self.options.methods
+        upstreams = [
+            HttpUpstream(index, endpoint, self.options)
+            for index, endpoint in enumerate(self.options.upstreams)
+        ]
+        self.forwarder = Forwarder(spec.name, self.chain_id, upstreams, self.options)
+        self.fetcher = BlockFetcher(spec.name, self.forwarder, self.options.max_block_logs)
+
+    async def start(self) -> None:
+        """Confirm each upstream's chain id (concurrently, each within ``probe_timeout``)."""
+        outcomes: list[str] = []
+
+        async def verify(index: int) -> None:
+            outcomes.append(await self.forwarder.probe(index))
+
+        board = self.forwarder.board
+        now = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for index in board.due_probes(now):
+                board.claim_probe(index, now)
+                nursery.start_soon(verify, index)
+        if not any(board.usable(i) for i in range(len(board))):
+            raise NoUsableUpstream(
+                f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
+                + "; ".join(sorted(outcomes))
+            )
+
+    async def aclose(self) -> None:
+        await self.forwarder.aclose()
+
+    def chains(self) -> Sequence[str]:
+        return [self.spec.chain]
+
+    def methods(self, chain: str) -> frozenset[str]:
+        return self._methods if chain == self.spec.chain else frozenset()
+
+    def statistics(self) -> list[UpstreamStatus]:
+        """Each upstream's health, in priority order."""
+        return self.forwarder.statistics()
+
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> msgspec.Raw:
+        """Forward one call; the upstream's ``result`` comes back as the node encoded it."""
+        if chain != self.spec.chain or method not in self._methods:
+            raise MethodNotFound(method)
+        data = bytes(params)
+        if method != "eth_getLogs":
+            return await self.forwarder.call(method, data)
+        check_logs_params(data)
+        with trio.move_on_after(self.options.logs_timeout):
+            return await self.forwarder.call(method, data, max_results=self.options.max_logs)
+        raise LimitExceeded("query timeout exceeded")
+
+    async def fetch_block(
+        self, chain: str, *, number: int | None = None, block_hash: str | None = None
+    ) -> ChainBlock | None:
+        """The block with ``block_hash``, or the canonical one at ``number``, with its logs."""
+        if block_hash is not None:
+            return await self.fetcher.by_hash(block_hash)
+        if number is None:
+            raise InvalidParams("fetch_block needs a number or a block hash")
+        return await self.fetcher.by_number(number)
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report head blocks (``newHeads`` over WebSocket, else HTTP polling) until cancelled."""
+        follower = HeadFollower(self.spec.name, self.forwarder, self.fetcher, self.options)
+        await follower.serve(on_block, task_status=task_status)
