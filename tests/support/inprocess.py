@@ -35,11 +35,13 @@ class RunningBroker:
         prefix = f"/{network}" if network else ""
         return f"ws://127.0.0.1:{self.port}{prefix}/ws/v3/{key}"
 
-    async def rpc(self, method: str, params: Any = (), *, key: str = "dev") -> Any:
+    async def rpc(
+        self, method: str, params: Any = (), *, key: str = "dev", network: str | None = None
+    ) -> Any:
         """One call over HTTP; returns the whole decoded response."""
         async with httpx.AsyncClient() as client:
             reply = await client.post(
-                self.http_url(key),
+                self.http_url(key, network),
                 json={
                     "jsonrpc": "2.0",
                     "id": 1,
