@@ -326,13 +326,15 @@ async def _work(args: argparse.Namespace, config: Config) -> None:
         maxlen=config.server.stream_maxlen,
         timing=LeaseTiming.for_ttl(args.lease_ttl),
     )
+    await worker.start_adapters()  # as in _serve: a configuration error is one clear line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(worker.serve)
             async for signum in signals:
-                # Cancelling releases the leases held, so a standby takes over at once.
+                # The leases held are released, so a standby takes over at once.
                 log.info("received %s: releasing the chains", signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
+                worker.shutdown()
+                nursery.cancel_scope.deadline = trio.current_time() + 5
                 break
 
 

@@ -1,0 +1,364 @@
+"""``scopecast worker``: each chain's ingestion, run once across all workers and published to Redis.
+
+Every chain has a lease in Redis (``SET NX PX``). The worker holding it runs the chain's
+:class:`~broker.ingest.ChainIngestion` and renews the lease well before it expires; any other
+worker stands by and takes the lease within ``ttl + standby_poll`` seconds of the leader's death.
+A new leader resumes where the stream stops: it seeds its head tracker with the last published head
+(and a few ancestors, so that a reorganisation across the hand-over is still seen as one), backfills
+to the node's current head, then follows the adapter. Every append carries the lease token and Redis
+refuses it once the lease has moved (fencing), so a paused old leader cannot publish after a
+take-over, and the append script refuses to repeat the last event, so nothing is published twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn
+
+import msgspec
+import trio
+from coredis.exceptions import RedisError
+
+from adapters.base import ChainAdapter, ChainBlock
+from broker.bus import EventBus, EventHandler
+from broker.events import ChainEvent
+from broker.ingest import ChainIngestion
+from broker.metrics import Metrics
+from broker.networks import Network
+from broker.redis_bus import (
+    Backoff,
+    LeaseLost,
+    PublishedHead,
+    RedisClient,
+    RedisEventBus,
+    RedisFailure,
+    hold_redis,
+    redis_client,
+)
+
+log = logging.getLogger(__name__)
+
+#: Ancestors of the last published head a new leader loads, to see reorganisations that deep.
+SEED_DEPTH: Final = 8
+#: A leadership term shorter than this that ends in failure delays the next attempt (backoff).
+STABLE_TERM: Final = 30.0
+RELEASE_TIMEOUT: Final = 1.0
+
+# KEYS: lease. ARGV: token, ttl ms. Returns 1 when the token holds the lease, else the holder.
+_ACQUIRE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
+if holder then return holder end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+# KEYS: lease. ARGV: token, ttl ms ('' = release). Returns 1 when the token held the lease.
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTiming:
+    """How long a lease lives unrenewed, how often it is renewed, how often a standby tries."""
+
+    ttl: float = 3.0
+    renew_every: float = 1.0
+    standby_poll: float = 0.5
+
+    @classmethod
+    def for_ttl(cls, ttl: float) -> LeaseTiming:
+        """Renew three times per lease; poll six times per lease (at most every half second)."""
+        return cls(ttl, ttl / 3, min(ttl / 6, 0.5))
+
+
+def process_name() -> str:
+    """``host:pid``, how leases name their holder in logs and in ``redis-cli``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class ChainLease:
+    """One chain's lease, as one process holds it or waits for it; a new token every term."""
+
+    def __init__(self, client: RedisClient, key: str, timing: LeaseTiming, owner: str) -> None:
+        self.key = key
+        self.timing = timing
+        self.owner = owner
+        self.token = ""
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_RENEW)
+
+    @property
+    def _ttl_ms(self) -> int:
+        return int(self.timing.ttl * 1000)
+
+    def new_term(self) -> None:
+        self.token = f"{self.owner}/{uuid.uuid4().hex[:12]}"
+
+    async def acquire(self) -> bytes | None:
+        """Take the lease if it is free (None), else name its holder."""
+        outcome: object = await self._acquire([self.key], [self.token, self._ttl_ms])
+        if outcome == 1:
+            return None
+        return outcome if isinstance(outcome, bytes) else str(outcome).encode()
+
+    async def renew(self) -> bool:
+        """Extend the lease; False when it is not ours any more."""
+        return bool(await self._renew([self.key], [self.token, self._ttl_ms]) == 1)
+
+    async def release(self) -> None:
+        """Give the lease up at once (a standby takes over without waiting for it to expire)."""
+        await self._renew([self.key], [self.token, ""])
+
+
+class _FencedBus(EventBus):
+    """The ingestion's view of the bus: every append carries the current lease token."""
+
+    def __init__(self, bus: RedisEventBus, lease: ChainLease) -> None:
+        self._bus = bus
+        self._lease = lease
+
+    async def publish(self, event: ChainEvent) -> None:
+        await self._bus.append(event, lease_token=self._lease.token)
+
+    async def serve_reader(
+        self,
+        chains: list[str],
+        handler: EventHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self._bus.serve_reader(chains, handler, task_status=task_status)
+
+
+class ChainLeader:
+    """Stands by for one chain's lease and runs the chain's ingestion while holding it."""
+
+    def __init__(
+        self,
+        bus: RedisEventBus,
+        adapter: ChainAdapter,
+        chain: str,
+        *,
+        metrics: Metrics,
+        timing: LeaseTiming = LeaseTiming(),
+        owner: str | None = None,
+    ) -> None:
+        self.bus = bus
+        self.adapter = adapter
+        self.chain = chain
+        self.metrics = metrics
+        self.timing = timing
+        self.lease = ChainLease(bus.client, bus.keys(chain).lease, timing, owner or process_name())
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> NoReturn:
+        """Lead whenever the lease is free, until cancelled (then release it)."""
+        task_status.started()
+        backoff = Backoff(1.0, 10.0)
+        while True:
+            self.lease.new_term()
+            await self._wait_for_lease()
+            began = trio.current_time()
+            failed = False
+            try:
+                await self._lead()
+            except* LeaseLost:
+                log.warning("%s: another worker holds the lease now; standing by", self.chain)
+            except* RedisError as group:
+                failed = True
+                log.warning("%s: Redis failed while leading (%s)", self.chain, group.exceptions[0])
+            except* Exception:
+                failed = True
+                log.exception("%s: ingestion failed; giving the lease up", self.chain)
+            finally:
+                await self._release()
+            if failed:
+                # Give a healthier worker the chance to take over before trying again.
+                if trio.current_time() - began > STABLE_TERM:
+                    backoff.reset()
+                await trio.sleep(backoff.next())
+
+    async def _wait_for_lease(self) -> None:
+        told: bytes | None = None
+        unreachable = Backoff(self.timing.standby_poll, 10.0)
+        while True:
+            try:
+                holder = await self.lease.acquire()
+            except RedisFailure as exc:
+                delay = unreachable.next()
+                log.warning("%s: cannot reach Redis to take the lease (%s)", self.chain, exc)
+                await trio.sleep(delay)
+                continue
+            unreachable.reset()
+            if holder is None:
+                return
+            if holder != told:
+                log.info("%s: standing by; %s leads", self.chain, holder.decode(errors="replace"))
+                told = holder
+            await trio.sleep(self.timing.standby_poll)
+
+    async def _release(self) -> None:
+        with trio.move_on_after(RELEASE_TIMEOUT) as scope:
+            scope.shield = True
+            with contextlib.suppress(*RedisFailure):  # else it expires by itself
+                await self.lease.release()
+
+    async def _lead(self) -> None:
+        """Ingest until the lease is lost (returns) or something fails (raises)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._keep_lease, nursery.cancel_scope)
+            ingestion = ChainIngestion(
+                self.adapter, self.chain, _FencedBus(self.bus, self.lease), self.metrics
+            )
+            await self._resume(ingestion)
+            await ingestion.serve()
+
+    async def _keep_lease(self, leading: trio.CancelScope) -> None:
+        valid_until = trio.current_time() + self.timing.ttl
+        while True:
+            await trio.sleep(self.timing.renew_every)
+            try:
+                with trio.fail_after(self.timing.renew_every):
+                    renewed = await self.lease.renew()
+            except RedisFailure as exc:
+                # Keep publishing while the lease may still be ours: Redis fences us if it is not.
+                if trio.current_time() + self.timing.renew_every < valid_until:
+                    log.warning("%s: lease renewal failed (%s); retrying", self.chain, exc)
+                    continue
+                log.warning("%s: could not renew the lease in time (%s)", self.chain, exc)
+                leading.cancel()
+                return
+            if not renewed:
+                log.warning("%s: the lease expired before it was renewed", self.chain)
+                leading.cancel()
+                return
+            valid_until = trio.current_time() + self.timing.ttl
+
+    async def _resume(self, ingestion: ChainIngestion) -> None:
+        """Seed the tracker with what was published last, then publish up to the node's head."""
+        began = trio.current_time()
+        published = await self.bus.published_head(self.chain)
+        if published is None:
+            log.info("%s: leading; nothing published yet, starting at the node's head", self.chain)
+        else:
+            for block in await self._ancestry(published):
+                ingestion.tracker.offer([block])  # fills the window; its events were published
+        latest = await self._latest()
+        if latest is not None:
+            await ingestion.on_block(latest)
+        head = ingestion.tracker.head
+        log.info(
+            "%s: leading from block %s (resumed in %.0f ms)",
+            self.chain,
+            head.number if head is not None else "?",
+            (trio.current_time() - began) * 1000,
+        )
+
+    async def _ancestry(self, published: PublishedHead) -> list[ChainBlock]:
+        """The last published block and up to SEED_DEPTH ancestors, oldest first."""
+        block = await self.adapter.fetch_block(self.chain, block_hash=published.hash)
+        if block is None:
+            log.warning(
+                "%s: the node does not know the last published block %s (height %d); "
+                "a reorganisation of it will not report its logs as removed",
+                self.chain,
+                published.hash,
+                published.number,
+            )
+            block = ChainBlock(published.number, published.hash, published.parent_hash, b"")
+        blocks = [block]
+        for _ in range(SEED_DEPTH):
+            parent = await self.adapter.fetch_block(self.chain, block_hash=blocks[0].parent_hash)
+            if parent is None:
+                break
+            blocks.insert(0, parent)
+        return blocks
+
+    async def _latest(self) -> ChainBlock | None:
+        try:
+            number = await self.adapter.call(self.chain, "eth_blockNumber", msgspec.Raw(b"[]"))
+            if isinstance(number, msgspec.Raw):
+                number = msgspec.json.decode(number)
+            return await self.adapter.fetch_block(self.chain, number=int(number, 16))
+        except Exception as exc:  # the adapter's next report fills the gap instead
+            log.warning("%s: cannot read the node's head to backfill (%r)", self.chain, exc)
+            return None
+
+
+class ChainLeaders:
+    """A :class:`ChainLeader` per chain of ``networks``; calling it starts them in a nursery (which
+    makes it a broker service, for ``scopecast serve --role all`` with Redis)."""
+
+    def __init__(
+        self,
+        networks: Sequence[Network],
+        bus: RedisEventBus,
+        metrics: Metrics,
+        timing: LeaseTiming = LeaseTiming(),
+    ) -> None:
+        self.leaders = [
+            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing) for n in networks
+        ]
+
+    async def __call__(self, nursery: trio.Nursery) -> None:
+        for leader in self.leaders:
+            await nursery.start(leader.serve)
+
+
+class Worker:
+    """The ``scopecast worker`` process: Redis, the chain adapters and a leader per chain."""
+
+    def __init__(
+        self,
+        networks: Sequence[Network],
+        redis_url: str,
+        *,
+        maxlen: int,
+        timing: LeaseTiming = LeaseTiming(),
+    ) -> None:
+        self.networks = list(networks)
+        self.redis_url = redis_url
+        self.client = redis_client(redis_url)
+        self.bus = RedisEventBus(self.client, maxlen=maxlen)
+        self.metrics = Metrics()
+        self.leaders = ChainLeaders(self.networks, self.bus, self.metrics, timing)
+        self._whole = trio.CancelScope()
+        self._leading: trio.CancelScope | None = None
+        self._adapters = list({id(n.adapter): n.adapter for n in self.networks}.values())
+
+    async def start_adapters(self) -> None:
+        """Start every chain adapter once (their errors are configuration errors, said once)."""
+        for adapter in self._adapters:
+            await adapter.start()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run until :meth:`shutdown` (after :meth:`start_adapters`)."""
+        try:
+            with self._whole:
+                async with hold_redis(self.client, self.redis_url):
+                    with trio.CancelScope() as self._leading:
+                        async with trio.open_nursery() as nursery:
+                            await self.leaders(nursery)
+                            task_status.started()
+                            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                for adapter in self._adapters:
+                    await adapter.aclose()
+
+    def shutdown(self) -> None:
+        """Stop: the leaders release their leases (while Redis is still held), then the rest."""
+        if self._leading is not None:
+            self._leading.cancel()
+        else:  # still waiting for Redis or the adapters: nothing to release
+            self._whole.cancel()

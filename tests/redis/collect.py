@@ -1,0 +1,30 @@
+"""A handler that keeps what it is given, for tests to wait on without polling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+
+class Collector(Generic[T]):
+    def __init__(self) -> None:
+        self.items: list[T] = []
+        self._grew = trio.Event()
+
+    def __call__(self, item: T) -> None:
+        self.items.append(item)
+        self._grew.set()
+        self._grew = trio.Event()
+
+    async def wait_until(self, done: Callable[[list[T]], bool]) -> list[T]:
+        while not done(self.items):
+            await self._grew.wait()
+        return self.items
+
+    async def wait_for(self, count: int) -> list[T]:
+        """Wait until ``count`` items arrived."""
+        return await self.wait_until(lambda items: len(items) >= count)

@@ -1,0 +1,207 @@
+"""One contract, two backends: the session store, the event bus and the session-change bus behave
+the same in memory and on Redis (a real redis-server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import trio
+
+from broker.bus import EventBus, MemoryBus
+from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus
+from broker.redis_store import LIST_BATCH, RedisSessionStore
+from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
+from broker.sessions import Identity, MemorySessionStore, Session, SessionStore, encode_session
+from schemas.caip import ScopeObject
+from tests.redis.collect import Collector
+from tests.redis.fakechain import make_block
+
+ORIGIN = "https://dapp.example"
+DAPP = Identity.of("key-1", ORIGIN)
+OTHER_CHAIN = "eip155:8"
+
+
+def session(identity: Identity = DAPP, *, chain: str = "eip155:7", days: int = 1) -> Session:
+    now = datetime.now(UTC).replace(microsecond=0)
+    return Session(
+        identity=identity,
+        scopes={chain: ScopeObject(methods=("eth_call",), notifications=(), accounts=())},
+        expiry=now + timedelta(days=days),
+        global_config={"theme": "dark"},
+        created_at=now,
+    )
+
+
+@dataclass
+class Backends:
+    store: SessionStore
+    events: EventBus
+    changes: SessionChangeBus
+    #: How long to wait for a delivery that should not come (Redis delivers asynchronously).
+    settle: float
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backends(request: pytest.FixtureRequest, client: RedisClient, prefix: str) -> Backends:
+    if request.param == "memory":
+        return Backends(MemorySessionStore(), MemoryBus(), MemoryChangeBus(), settle=0.0)
+    return Backends(
+        RedisSessionStore(client, prefix=prefix),
+        RedisEventBus(client, prefix=prefix, maxlen=1000, block_ms=500),
+        RedisChangeBus(client, prefix=prefix, block_ms=500),
+        settle=0.3,
+    )
+
+
+async def until(received: Collector[Any], count: int, settle: float) -> list[Any]:
+    """Wait for ``count`` items, then a little more to catch any extra one."""
+    await received.wait_for(count)
+    await trio.sleep(settle)
+    return received.items
+
+
+# -- the session store ------------------------------------------------------------------------
+
+
+async def test_store_put_get_delete(backends: Backends) -> None:
+    store = backends.store
+    with trio.fail_after(10):
+        assert await store.get(DAPP) is None
+        granted = session()
+        await store.put(granted)
+        assert await store.get(DAPP) == granted
+        assert await store.delete(DAPP)
+        assert await store.get(DAPP) is None
+        assert not await store.delete(DAPP)
+
+
+async def test_store_put_replaces(backends: Backends) -> None:
+    store = backends.store
+    with trio.fail_after(10):
+        await store.put(session())
+        newer = session(chain="eip155:8")
+        await store.put(newer)
+        assert await store.get(DAPP) == newer
+        assert await store.list_sessions() == [newer]
+
+
+@pytest.mark.parametrize(
+    "origin", ["-", "https://a.example:8443", 'https://q.example/"*?[x]', "null"]
+)
+async def test_store_identities_differ_by_key_and_origin(backends: Backends, origin: str) -> None:
+    store = backends.store
+    with trio.fail_after(10):
+        mine = session(Identity.of("key-1", origin))
+        theirs = session(Identity.of("key-2", origin), chain="eip155:8")
+        await store.put(mine)
+        await store.put(theirs)
+        assert await store.get(Identity.of("key-1", origin)) == mine
+        assert await store.get(Identity.of("key-2", origin)) == theirs
+        assert await store.get(Identity.of("key-1", "https://other.example")) is None
+
+
+async def test_store_lists_every_session(backends: Backends) -> None:
+    store = backends.store
+    count = LIST_BATCH + 20  # more than one SCAN/MGET batch
+    with trio.fail_after(20):
+        for i in range(count):
+            await store.put(session(Identity.of(f"key-{i}", ORIGIN)))
+        listed = await store.list_sessions()
+    assert sorted(s.identity.api_key for s in listed) == sorted(f"key-{i}" for i in range(count))
+
+
+# -- the event bus ----------------------------------------------------------------------------
+
+
+def chain_events(chain: str, count: int, *, salt: str = "") -> list[ChainEvent]:
+    """Heads and logs of ``count`` linked blocks, as ingestion publishes them."""
+    events: list[ChainEvent] = []
+    parent = "0x" + "00" * 32
+    for number in range(1, count + 1):
+        block = make_block(number, parent, salt=salt + chain)
+        events += [HeadEvent(chain, block), LogsEvent(chain, block, removed=False)]
+        parent = block.hash
+    return events
+
+
+async def test_events_reach_every_reader_in_order_once(backends: Backends) -> None:
+    bus = backends.events
+    ours = chain_events("eip155:7", 5)
+    theirs = chain_events(OTHER_CHAIN, 2)
+    one: Collector[ChainEvent] = Collector()
+    both: Collector[ChainEvent] = Collector()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(bus.serve_reader, ["eip155:7"], one)
+            await nursery.start(bus.serve_reader, ["eip155:7", OTHER_CHAIN], both)
+            for event in [*ours[:4], *theirs, *ours[4:]]:
+                await bus.publish(event)
+            assert await until(one, len(ours), backends.settle) == ours
+            await until(both, len(ours) + len(theirs), backends.settle)
+            nursery.cancel_scope.cancel()
+    assert [e for e in both.items if e.chain == "eip155:7"] == ours
+    assert [e for e in both.items if e.chain == OTHER_CHAIN] == theirs
+
+
+async def test_a_reader_gets_what_is_published_after_it_started(backends: Backends) -> None:
+    bus = backends.events
+    before, after = chain_events("eip155:7", 2)[:2], chain_events("eip155:7", 2, salt="x")[2:]
+    received: Collector[ChainEvent] = Collector()
+    with trio.fail_after(10):
+        for event in before:
+            await bus.publish(event)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(bus.serve_reader, ["eip155:7"], received)
+            for event in after:
+                await bus.publish(event)
+            assert await until(received, len(after), backends.settle) == after
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_reorganisation_back_and_forth_is_delivered(backends: Backends) -> None:
+    bus = backends.events
+    block = make_block(1, "0x" + "00" * 32)
+    other = make_block(1, "0x" + "00" * 32, salt="b")
+    flips: list[ChainEvent] = [
+        HeadEvent("eip155:7", block),
+        LogsEvent("eip155:7", block, removed=False),
+        LogsEvent("eip155:7", block, removed=True),
+        HeadEvent("eip155:7", other),
+        LogsEvent("eip155:7", other, removed=False),
+        LogsEvent("eip155:7", other, removed=True),
+        HeadEvent("eip155:7", block),
+        LogsEvent("eip155:7", block, removed=False),
+    ]
+    received: Collector[ChainEvent] = Collector()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(bus.serve_reader, ["eip155:7"], received)
+            for event in flips:
+                await bus.publish(event)
+            assert await until(received, len(flips), backends.settle) == flips
+            nursery.cancel_scope.cancel()
+
+
+# -- session changes --------------------------------------------------------------------------
+
+
+async def test_changes_reach_every_reader(backends: Backends) -> None:
+    bus = backends.changes
+    changes = [
+        SessionChange(DAPP, encode_session(session()), source="proc-a", exclude=7),
+        SessionChange(Identity.of("key-2", None), None),
+    ]
+    readers: list[Collector[SessionChange]] = [Collector(), Collector()]
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for received in readers:
+                await nursery.start(bus.serve_reader, received)
+            for change in changes:
+                await bus.publish(change)
+            for received in readers:
+                assert await until(received, len(changes), backends.settle) == changes
+            nursery.cancel_scope.cancel()
