@@ -55,6 +55,11 @@ run one worker and a second one as a standby: it takes each chain over within ab
 """
 
 
+def _env_config() -> Path | None:
+    value = os.environ.get("SCOPECAST_CONFIG")
+    return Path(value) if value else None
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scopecast",
@@ -71,7 +76,12 @@ def parser() -> argparse.ArgumentParser:
         epilog=SETTINGS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve.add_argument("--config", type=Path, help="TOML settings file (flags override it)")
+    serve.add_argument(
+        "--config",
+        type=Path,
+        default=_env_config(),
+        help="TOML settings file (flags override it; default: $SCOPECAST_CONFIG)",
+    )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 8545; 0 = any free port)")
     serve.add_argument(
@@ -107,7 +117,12 @@ def parser() -> argparse.ArgumentParser:
         epilog=WORKER_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    worker.add_argument("--config", type=Path, help="TOML settings file (its upstream networks)")
+    worker.add_argument(
+        "--config",
+        type=Path,
+        default=_env_config(),
+        help="TOML settings file: its upstream networks (default: $SCOPECAST_CONFIG)",
+    )
     worker.add_argument("--redis-url", help="Redis shared with the web processes (or REDIS_URL)")
     worker.add_argument(
         "--lease-ttl",
@@ -348,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     # httpx logs every request's full URL at INFO, and upstream URLs carry provider API keys.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
+    # coredis reports each reconnect at INFO; the bus logs what matters (lost and resumed streams).
+    logging.getLogger("coredis").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         config = load_config(getattr(args, "config", None))
         if args.command == "serve":
