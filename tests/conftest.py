@@ -8,6 +8,7 @@ at the end of the session, a record holding the dev mnemonic or one of its priva
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import pytest
@@ -55,6 +56,9 @@ OWN_LOGGERS = ("broker", "adapters", "scopecast")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # Tests that need Redis start their own server and pass its URL explicitly; a REDIS_URL in the
+    # machine's environment must not turn every in-process broker into a Redis one.
+    os.environ.pop("REDIS_URL", None)
     logging.getLogger().addHandler(_scanner)
     for name in OWN_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG)
