@@ -12,7 +12,6 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -36,6 +35,7 @@ from broker.http import (
     serve_http,
 )
 from broker.ingest import ChainIngestion
+from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
 from broker.networks import Networks
@@ -54,18 +54,6 @@ DEV_API_KEY: Final = "dev"
 class Unauthenticated(ServerError):
     code = -32001
     default_message = "missing or unknown API key"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Per-connection and per-request bounds (README "Limits")."""
-
-    http_body: int = 5 * 1024 * 1024
-    ws_message: int = 1024 * 1024
-    outbox: int = 4 * 1024 * 1024
-    max_inflight: int = 64
-    ping_interval: float = 30.0
-    shutdown_grace: float = 10.0
 
 
 Service = Callable[[trio.Nursery], Awaitable[None]]
@@ -111,10 +99,13 @@ class Broker:
         self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []
         self._shutdown = trio.Event()
         self._started = False
+        self._handlers: trio.Nursery
         self.bus = bus or MemoryBus()
         self.hub = SubscriptionHub(self.metrics)
         self.filters = FilterRegistry(self._get_logs)
-        self.on_connect(lambda conn: conn.on_close(self.hub.drop_connection))
+        self._disconnect_hooks: list[Callable[[WebSocketConnection], None]] = [
+            self.hub.drop_connection
+        ]
         stream_methods.install(self)
         self.add_service(self._start_event_path)
         self._ingest = ingest
@@ -140,6 +131,10 @@ class Broker:
     def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None:
         """Call ``hook`` for every new WebSocket connection (before its first message)."""
         self._connection_hooks.append(hook)
+
+    def on_disconnect(self, hook: Callable[[WebSocketConnection], None]) -> None:
+        """Call ``hook`` for every WebSocket connection that ended."""
+        self._disconnect_hooks.append(hook)
 
     async def _get_logs(self, chain: str, spec: dict[str, object]) -> object:
         network = self.networks.by_chain(chain)
@@ -224,13 +219,16 @@ class Broker:
         handlers: trio.Nursery,
         accepting: trio.CancelScope,
     ) -> None:
+        self._handlers = handlers
         with accepting:
             await trio.serve_listeners(self._handle, listeners, handler_nursery=handlers)
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         # One connection's failure must never reach the listener (it would stop the server).
         try:
-            await serve_http(stream, self.respond, body_limit=self.limits.http_body)
+            takeover = await serve_http(stream, self.respond, body_limit=self.limits.http_body)
+            if takeover is not None:
+                await takeover.upgrade(stream, takeover.trailing)
         except Exception:
             log.exception("connection handler failed")
         finally:
@@ -315,25 +313,26 @@ class Broker:
         return self._websocket_session(accept, context)
 
     def _websocket_session(self, accept: bytes, context: CallContext) -> Upgrade:
-        async def run(stream: trio.SocketStream, request: HttpRequest, trailing: bytes) -> None:
+        async def run(stream: trio.SocketStream, trailing: bytes) -> None:
             await stream.send_all(accept)
-            async with trio.open_nursery() as nursery:
-                conn = WebSocketConnection(
-                    stream,
-                    nursery,
-                    self.dispatcher,
-                    context,
-                    max_message=self.limits.ws_message,
-                    max_inflight=self.limits.max_inflight,
-                    outbox_limit=self.limits.outbox,
-                    on_slow_consumer=self._slow_consumer,
-                )
-                self.connections.add(conn)
-                self.metrics.connections.inc()
-                conn.on_close(self._forget)
+            # The connection's calls and its flusher run in the handlers' nursery: a connection
+            # costs one task (this one, its reader), not a nursery of its own.
+            conn = WebSocketConnection(
+                stream,
+                self._handlers,
+                self.dispatcher,
+                context,
+                self.limits,
+                on_slow_consumer=self._slow_consumer,
+            )
+            self.connections.add(conn)
+            self.metrics.connections.inc()
+            try:
                 for hook in self._connection_hooks:
                     hook(conn)
-                nursery.start_soon(conn.serve, trailing)
+                await conn.serve(trailing)
+            finally:
+                self._forget(conn)
 
         return run
 
@@ -342,6 +341,10 @@ class Broker:
         log.warning("closing %r: slow consumer (over %d bytes unsent)", conn, conn.outbox.limit)
 
     def _forget(self, conn: WebSocketConnection) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            self.metrics.connections.dec()
+        self.connections.discard(conn)
+        self.metrics.connections.dec()
+        for hook in self._disconnect_hooks:
+            try:
+                hook(conn)
+            except Exception:
+                log.exception("disconnect hook failed for %r", conn)

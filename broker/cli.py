@@ -18,9 +18,10 @@ import trio
 from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
 from adapters.registry import load
 from broker.admin import AdminApi
-from broker.app import DEV_API_KEY, Broker, Limits, is_loopback
+from broker.app import DEV_API_KEY, Broker, is_loopback
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
+from broker.limits import Limits
 from broker.networks import Network, Networks
 from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
 from broker.redis_store import RedisSessionStore

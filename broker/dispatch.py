@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 class Peer(Protocol):
     """What a handler may use of the connection a call came on (WebSocket connections only)."""
 
-    state: dict[str, object]
+    @property
+    def state(self) -> dict[str, object]: ...
 
     @property
     def open(self) -> bool: ...

@@ -52,3 +52,7 @@ def ping_frame(payload: bytes = b"") -> bytes:
 
 def pong_frame(payload: bytes = b"") -> bytes:
     return frame_header(OP_PONG, len(payload)) + payload
+
+
+PING: Final = ping_frame()
+SLOW_CONSUMER_CLOSE: Final = close_frame(CLOSE_SLOW_CONSUMER, "slow consumer")

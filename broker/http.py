@@ -54,8 +54,18 @@ class HttpResponse:
     headers: list[tuple[bytes, bytes]] | None = None
 
 
-Upgrade = Callable[[trio.SocketStream, HttpRequest, bytes], Awaitable[None]]
-"""Takes over the stream for a WebSocket: the request head and the bytes after it."""
+Upgrade = Callable[[trio.SocketStream, bytes], Awaitable[None]]
+"""Takes over the stream for a WebSocket, given the bytes that came after the request head."""
+
+
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    """An accepted upgrade, returned by :func:`serve_http` so that its caller runs it once the HTTP
+    state (parser, headers) is gone: a WebSocket lives long, and must not keep them alive."""
+
+    upgrade: Upgrade
+    trailing: bytes
+
 
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
 
@@ -98,24 +108,26 @@ async def _send(stream: trio.SocketStream, conn: h11.Connection, response: HttpR
     await stream.send_all(data)
 
 
-async def serve_http(stream: trio.SocketStream, respond: Responder, *, body_limit: int) -> None:
-    """Serve one TCP connection until it closes, is idle too long, or upgrades to a WebSocket."""
+async def serve_http(
+    stream: trio.SocketStream, respond: Responder, *, body_limit: int
+) -> Takeover | None:
+    """Serve one TCP connection until it closes, is idle too long, or upgrades to a WebSocket
+    (then the accepted upgrade is returned, to be run by the caller)."""
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=HEADER_LIMIT)
     try:
         while True:
             with trio.move_on_after(IDLE_TIMEOUT):
                 event = await _next_event(stream, conn)
             if not isinstance(event, h11.Request):
-                return  # idle timeout, ConnectionClosed, or a stray event
+                return None  # idle timeout, ConnectionClosed, or a stray event
             request = HttpRequest(event.method, event.target, list(event.headers))
             if is_websocket_upgrade(request):
                 outcome = await respond(request)
                 if isinstance(outcome, HttpResponse):
                     await _send(stream, conn, outcome)
-                    return
+                    return None
                 trailing, _closed = conn.trailing_data
-                await outcome(stream, request, bytes(trailing))
-                return
+                return Takeover(outcome, bytes(trailing))
             length = request.header(b"content-length")
             if length is not None and length.isdigit() and int(length) > body_limit:
                 await _send(
@@ -123,7 +135,7 @@ async def serve_http(stream: trio.SocketStream, respond: Responder, *, body_limi
                     conn,
                     json_error(413, InvalidRequest(f"request body larger than {body_limit} bytes")),
                 )
-                return
+                return None
             body = bytearray()
             while True:
                 part = await _next_event(stream, conn)
@@ -134,20 +146,20 @@ async def serve_http(stream: trio.SocketStream, respond: Responder, *, body_limi
                             stream,
                             conn,
                             json_error(
-                                413, RpcError(f"request body larger than {body_limit} bytes")
+                                413, InvalidRequest(f"request body larger than {body_limit} bytes")
                             ),
                         )
-                        return
+                        return None
                 elif isinstance(part, h11.EndOfMessage):
                     break
                 else:
-                    return
+                    return None
             request.body = bytes(body)
             outcome = await respond(request)
             assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
             await _send(stream, conn, outcome)
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
-                return
+                return None
             conn.start_next_cycle()
     except h11.RemoteProtocolError as exc:
         if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -161,3 +173,4 @@ async def serve_http(stream: trio.SocketStream, respond: Responder, *, body_limi
                 )
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
+    return None

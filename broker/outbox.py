@@ -56,7 +56,9 @@ class Outbox:
         self._sock = sock
         self._fd = sock.fileno()
         self._nursery = nursery
-        self._backlog: deque[bytes] = deque()
+        # Created when the socket first pushes back, dropped once drained: most connections never
+        # need one, and an empty deque costs more than the rest of the outbox.
+        self._backlog: deque[bytes] | None = None
         self._backlog_size = 0
         self._head_offset = 0  # bytes of _backlog[0] already written
         self._flushing = False
@@ -89,6 +91,8 @@ class Outbox:
                 return True
             self._head_offset = written
             self._backlog_size = -written
+        if self._backlog is None:
+            self._backlog = deque()
         self._backlog.append(frame)
         self._backlog_size += len(frame)
         if self._backlog_size > self.limit:
@@ -117,20 +121,22 @@ class Outbox:
         """Forget the backlog and accept nothing more (the socket is about to close)."""
         self.accepting = False
         self.broken = True
-        self._backlog.clear()
+        self._backlog = None
         self._backlog_size = 0
 
     def _overflow(self) -> None:
         self.overflowed = True
         self.accepting = False
-        partial = self._backlog[0] if self._head_offset else None
-        self._backlog.clear()
+        backlog = self._backlog
+        assert backlog is not None
+        partial = backlog[0] if self._head_offset else None
+        backlog.clear()
         if partial is not None:
-            self._backlog.append(partial)
+            backlog.append(partial)
         if self._overflow_frame:
-            self._backlog.append(self._overflow_frame)
-        self._backlog_size = sum(map(len, self._backlog)) - self._head_offset
-        if self._backlog:
+            backlog.append(self._overflow_frame)
+        self._backlog_size = sum(map(len, backlog)) - self._head_offset
+        if backlog:
             self._ensure_flusher()
         if self._on_overflow is not None:
             self._on_overflow()
@@ -157,9 +163,10 @@ class Outbox:
                 self._idle = None
 
     def _write_backlog(self) -> None:
-        if self.broken or not self._backlog:
+        backlog = self._backlog
+        if self.broken or not backlog:
             return
-        buffers: list[bytes | memoryview] = list(islice(self._backlog, _IOV_BATCH))
+        buffers: list[bytes | memoryview] = list(islice(backlog, _IOV_BATCH))
         if self._head_offset:
             buffers[0] = memoryview(buffers[0])[self._head_offset :]
         try:
@@ -171,7 +178,8 @@ class Outbox:
             return
         self._backlog_size -= written
         written += self._head_offset
-        backlog = self._backlog
         while backlog and written >= len(backlog[0]):
             written -= len(backlog.popleft())
         self._head_offset = written
+        if not backlog:
+            self._backlog = None

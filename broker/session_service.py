@@ -105,7 +105,8 @@ class SessionService:
         self.policy = policy or ApprovalPolicy()
         self.max_expiry = max_expiry
         self.process_id = uuid.uuid4().hex
-        self._connections: defaultdict[Identity, set[WebSocketConnection]] = defaultdict(set)
+        # A list per identity: most identities have one connection, and a list is a third of a set.
+        self._connections: defaultdict[Identity, list[WebSocketConnection]] = defaultdict(list)
         self._expiries: dict[Identity, datetime] = {}
         register = broker.dispatcher.register
         register("wallet_createSession", self._create)
@@ -114,6 +115,7 @@ class SessionService:
         register("wallet_revokeSession", self._revoke)
         broker.dispatcher.add_fallback(self._account_method)
         broker.on_connect(self._track)
+        broker.on_disconnect(self._untrack)
         broker.add_service(self._start)
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -132,18 +134,17 @@ class SessionService:
         return adapter.accounts(chain) if adapter is not None else ()
 
     def _track(self, conn: WebSocketConnection) -> None:
+        self._connections[Identity.of(conn.context.api_key, conn.context.origin)].append(conn)
+
+    def _untrack(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
-        self._connections[identity].add(conn)
-
-        def forget(closed: WebSocketConnection) -> None:
-            conns = self._connections.get(identity)
-            if conns is not None:
-                conns.discard(closed)
-                if not conns:
-                    del self._connections[identity]
-                    self._expiries.pop(identity, None)
-
-        conn.on_close(forget)
+        conns = self._connections.get(identity)
+        if conns is not None:
+            if conn in conns:
+                conns.remove(conn)
+            if not conns:
+                del self._connections[identity]
+                self._expiries.pop(identity, None)
 
     async def _start(self, nursery: trio.Nursery) -> None:
         await nursery.start(self.changes.serve_reader, self._on_change)

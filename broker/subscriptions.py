@@ -34,7 +34,8 @@ _REMOVED_TRUE: Final = b'"removed":true'
 class Subscriber(Protocol):
     """The connection side of a subscription (a WebSocket connection)."""
 
-    state: dict[str, object]
+    @property
+    def state(self) -> dict[str, object]: ...
 
     def send_frame(self, frame: bytes) -> bool: ...
 

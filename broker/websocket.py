@@ -1,14 +1,18 @@
 """One dapp WebSocket: wsproto parses what arrives, frames leave through the outbox.
 
-A connection is one reader task (this module's :meth:`WebSocketConnection.serve`) plus, only while
-the socket pushes back, one flusher task. Calls on one connection run concurrently (each reply carries
-its id) up to ``max_inflight``; past that the reader waits, which pushes back on the client.
+A connection costs one task (the reader, :meth:`WebSocketConnection.serve`, run in the task that
+accepted the TCP connection) and a few small objects: an idle connection is what a broker holds
+most of. Calls run concurrently (each reply carries its id) as tasks of the broker's shared nursery,
+each under its own cancel scope, up to ``max_inflight`` per connection; past that the reader waits,
+which pushes back on the client. The outbox starts a flusher in the same nursery only while the
+socket pushes back. Closing cancels the reader and the connection's calls.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -19,6 +23,7 @@ from wsproto.connection import ConnectionType
 
 from broker import frames
 from broker.dispatch import CallContext
+from broker.limits import Limits
 from broker.outbox import Outbox
 
 if TYPE_CHECKING:
@@ -34,23 +39,23 @@ class WebSocketConnection:
     """A dapp connection: send messages without awaiting, close with a code."""
 
     __slots__ = (
+        "_calls",
         "_closing",
         "_dispatcher",
         "_fragment_size",
         "_fragments",
         "_inflight",
-        "_max_inflight",
-        "_max_message",
+        "_limits",
         "_nursery",
-        "_on_close",
+        "_on_slow_consumer",
         "_parser",
+        "_state",
         "_stream",
         "awaiting_pong",
         "close_code",
         "context",
         "id",
         "outbox",
-        "state",
     )
 
     def __init__(
@@ -59,10 +64,8 @@ class WebSocketConnection:
         nursery: trio.Nursery,
         dispatcher: Dispatcher,
         context: CallContext,
+        limits: Limits,
         *,
-        max_message: int,
-        max_inflight: int,
-        outbox_limit: int,
         on_slow_consumer: Callable[[WebSocketConnection], None] | None = None,
     ) -> None:
         self.id = next(_ids)
@@ -70,36 +73,35 @@ class WebSocketConnection:
         self._nursery = nursery
         self._dispatcher = dispatcher
         self._parser = FrameParser(ConnectionType.SERVER)
-        self._max_message = max_message
-        self._max_inflight = max_inflight
+        self._limits = limits
         self._inflight = 0
-        self._fragments: list[bytes] = []
+        self._calls: set[trio.CancelScope] | None = None
+        self._fragments: list[bytes] | None = None
         self._fragment_size = 0
         self._closing = False
-        self._on_close: list[Callable[[WebSocketConnection], None]] = []
+        self._state: dict[str, object] | None = None
+        self._on_slow_consumer = on_slow_consumer
         self.context = context
         context.peer = self
         self.awaiting_pong = False
         self.close_code: int | None = None
-        #: Per-feature state (sessions, subscriptions) keyed by feature name; kept small.
-        self.state: dict[str, object] = {}
-
-        def overflowed() -> None:
-            self.close_code = frames.CLOSE_SLOW_CONSUMER
-            if on_slow_consumer is not None:
-                on_slow_consumer(self)
-            self._begin_close()
-
         self.outbox = Outbox(
             stream.socket,
             nursery,
-            limit=outbox_limit,
-            overflow_frame=frames.close_frame(frames.CLOSE_SLOW_CONSUMER, "slow consumer"),
-            on_overflow=overflowed,
+            limit=limits.outbox,
+            overflow_frame=frames.SLOW_CONSUMER_CLOSE,
+            on_overflow=self._overflowed,
         )
 
     def __repr__(self) -> str:
         return f"<WebSocketConnection #{self.id} {self.context.api_key[:4]}… {self.context.origin}>"
+
+    @property
+    def state(self) -> dict[str, object]:
+        """Per-feature state (subscriptions, ...), created on first use."""
+        if self._state is None:
+            self._state = {}
+        return self._state
 
     @property
     def open(self) -> bool:
@@ -115,11 +117,7 @@ class WebSocketConnection:
 
     def ping(self) -> None:
         self.awaiting_pong = True
-        self.outbox.send(frames.ping_frame())
-
-    def on_close(self, callback: Callable[[WebSocketConnection], None]) -> None:
-        """Call ``callback`` once when the connection ends."""
-        self._on_close.append(callback)
+        self.outbox.send(frames.PING)
 
     def close(self, code: int = frames.CLOSE_NORMAL, reason: str = "") -> None:
         """Send a close frame and end the connection after a short grace period."""
@@ -127,6 +125,12 @@ class WebSocketConnection:
             return
         self.close_code = code
         self.outbox.send_last(frames.close_frame(code, reason))
+        self._begin_close()
+
+    def _overflowed(self) -> None:
+        self.close_code = frames.CLOSE_SLOW_CONSUMER
+        if self._on_slow_consumer is not None:
+            self._on_slow_consumer(self)
         self._begin_close()
 
     def _begin_close(self) -> None:
@@ -138,49 +142,56 @@ class WebSocketConnection:
     async def _finish_close(self) -> None:
         with trio.move_on_after(CLOSE_GRACE):
             await self.outbox.drain()
-        self._nursery.cancel_scope.cancel()
+        # Closing the socket wakes the reader (a cancel scope per connection would cost more).
+        self.outbox.stop()
+        self._stream.socket.close()
 
     async def serve(self, first_bytes: bytes) -> None:
-        """Read frames until the peer leaves or the connection closes; then clean up."""
+        """Read frames until the peer leaves or the connection closes; then stop its calls."""
         try:
             if first_bytes:
                 self._parser.receive_data(first_bytes)
                 await self._handle_events()
-            while not self._closing:
+            sock = self._stream.socket
+            fd = sock.fileno()
+            while True:
+                # wait_readable + os.read keeps an idle connection's suspended call chain to two
+                # frames (a socket's recv() holds several more, for every idle dapp).
                 try:
-                    data = await self._stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+                    await trio.lowlevel.wait_readable(sock)
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                except (OSError, trio.ClosedResourceError):
+                    break  # the peer is gone, or _finish_close closed the socket
                 if not data:
                     break
+                if self._closing:
+                    continue  # after our close frame, what arrives is discarded
                 self._parser.receive_data(data)
                 await self._handle_events()
-            if self._closing:
-                await trio.sleep_forever()  # _finish_close cancels us
         finally:
             self._closing = True
             self.outbox.stop()
-            for callback in self._on_close:
-                try:
-                    callback(self)
-                except Exception:
-                    log.exception("on_close callback failed for %r", self)
-            self._nursery.cancel_scope.cancel()
+            if self._calls:
+                for scope in self._calls:
+                    scope.cancel()
 
     async def _handle_events(self) -> None:
+        max_message = self._limits.ws_message
         for event in self._parser.events():
             if isinstance(event, wse.TextMessage | wse.BytesMessage):
                 chunk = (
                     event.data.encode() if isinstance(event, wse.TextMessage) else bytes(event.data)
                 )
                 fragments = self._fragments
+                if fragments is None:
+                    fragments = self._fragments = []
                 fragments.append(chunk)
                 self._fragment_size += len(chunk)
-                if self._fragment_size > self._max_message:
+                if self._fragment_size > max_message:
                     fragments.clear()
-                    self.close(
-                        frames.CLOSE_TOO_BIG, f"message larger than {self._max_message} bytes"
-                    )
+                    self.close(frames.CLOSE_TOO_BIG, f"message larger than {max_message} bytes")
                     return
                 if event.message_finished:
                     payload = fragments[0] if len(fragments) == 1 else b"".join(fragments)
@@ -198,17 +209,23 @@ class WebSocketConnection:
                 return
 
     async def _dispatch(self, payload: bytes) -> None:
-        if self._inflight < self._max_inflight:
-            self._inflight += 1
+        self._inflight += 1
+        if self._inflight <= self._limits.max_inflight:
             self._nursery.start_soon(self._answer, payload)
         else:
-            self._inflight += 1
             await self._answer(payload)
 
     async def _answer(self, payload: bytes) -> None:
+        scope = trio.CancelScope()
+        if self._calls is None:
+            self._calls = set()
+        self._calls.add(scope)
+        reply = None
         try:
-            reply = await self._dispatcher.handle(payload, self.context)
+            with scope:
+                reply = await self._dispatcher.handle(payload, self.context)
         finally:
+            self._calls.discard(scope)
             self._inflight -= 1
         if reply is not None:
             self.send_message(reply)
