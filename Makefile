@@ -32,5 +32,11 @@ pytest: $(STAMP) $(NODE_STAMP)
 
 test: lint typecheck pytest
 
+# Benchmarks against peers (docs/benchmarks/): BENCH_QUICK=1 for the quick mode (under 3 minutes).
+bench: $(STAMP)
+	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }
+	@[ bench/peers/node/node_modules/.installed -nt bench/peers/node/package-lock.json ] || { cd bench/peers/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; }
+	$(BIN)/python -m bench
+
 clean:
-	rm -rf $(VENV) tests/interop/node_modules
+	rm -rf $(VENV) tests/interop/node_modules bench/peers/node/node_modules

@@ -1,0 +1,199 @@
+"""``python -m bench``: run the workloads against the peers and write docs/benchmarks/.
+
+``BENCH_QUICK=1`` (or ``--quick``) runs the quick mode (fewer, shorter rounds; same methods and
+sizes), for development; the published figures come from a full run on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import payloads, report
+from bench.procs import ROOT
+from bench.workloads import (
+    FANOUT_SYSTEMS,
+    Settings,
+    memory_profile,
+    run_devchain,
+    run_fanout_system,
+)
+
+DEFAULT_OUT = ROOT / "docs" / "benchmarks"
+WORKLOADS = ("fanout", "devchain")
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_kib = 0
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    node = shutil.which("node")
+    node_version = (
+        subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+        if node
+        else None
+    )
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "node": node_version,
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) -> dict[str, Any]:
+    """``previous`` with the parts a ``--only`` run measured replaced, and the run noted."""
+    merged = dict(previous)
+    for kind, systems in partial.get("fanout", {}).items():
+        merged.setdefault("fanout", {}).setdefault(kind, {}).update(systems)
+    merged.setdefault("memory", {}).update(partial.get("memory", {}))
+    for key in ("fanout_reference", "getlogs", "http", "profiles", "memory_profile"):
+        if key in partial:
+            merged[key] = partial[key]
+    merged["partial_updates"] = [
+        *previous.get("partial_updates", []),
+        {
+            "date": partial["date"],
+            "mode": partial["mode"],
+            "only": only,
+            "machine": partial["machine"],
+            "method": partial["method"],
+        },
+    ]
+    return merged
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    cli.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
+        help="the quick mode (also BENCH_QUICK=1)",
+    )
+    cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where results go")
+    cli.add_argument(
+        "--only",
+        nargs="*",
+        choices=[*WORKLOADS, *(s.key for s in FANOUT_SYSTEMS)],
+        help="run only these workloads or fan-out systems",
+    )
+    cli.add_argument("--sizes", type=int, nargs="*", help="subscriber counts (default 1k 5k 10k)")
+    cli.add_argument("--loadgens", type=int, default=1, help="load generator processes")
+    cli.add_argument(
+        "--profile",
+        action="store_true",
+        help="attach py-spy to the scopecast servers during the measured rounds at the largest "
+        "size and during the HTTP runs; the top functions go to README.md, the raw profiles stay "
+        "in the run's log directory (figures of a profiled run are not for publishing)",
+    )
+    cli.add_argument(
+        "--gc-freeze", action="store_true", help="experiment: gc.freeze() in scopecast at start-up"
+    )
+    cli.add_argument(
+        "--memory-profile",
+        action=argparse.BooleanOptionalAction,
+        help="trace what an idle session connection keeps, line by line (tracemalloc); "
+        "default: in full mode, and in a --only run only when asked",
+    )
+    args = cli.parse_args(argv)
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if (os.cpu_count() or 1) < 2:
+        raise SystemExit("the bench needs two cores: one for the server, one for the load")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"scopecast-bench-{stamp}"
+    run_dir.mkdir(parents=True)
+    settings = Settings.for_mode(args.quick, args.out, run_dir)
+    settings.loadgens = args.loadgens
+    settings.profile = args.profile
+    settings.gc_freeze = args.gc_freeze
+    if args.sizes:
+        settings.sizes = sorted(args.sizes)
+    only = set(args.only or [])
+    # Every core but the server's: the orchestrator too stays off the server core.
+    os.sched_setaffinity(0, settings.load_cpus)
+    payloads.write_peer_files(run_dir / "payloads", 4096)
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    started = time.monotonic()
+    log(f"scopecast bench ({'quick' if args.quick else 'full'} mode); logs in {run_dir}")
+    results: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full",
+        "machine": machine(),
+        "method": {
+            "server_cpus": sorted(settings.server_cpus),
+            "load_generator_cpus": sorted(settings.load_cpus),
+            "load_generators": settings.loadgens,
+            "events_per_round": settings.burst,
+            "rounds": settings.rounds,
+            "head_payload_bytes": payloads.HEAD_SIZE,
+            "log_payload_bytes": len(payloads.log_json(payloads.FIRST_BLOCK)),
+            "http_clients": settings.http_clients,
+            "http_seconds": settings.http_seconds,
+            "gc_freeze": settings.gc_freeze,
+            "profiled": settings.profile,
+        },
+        "fanout": {"heads": {}, "logs": {}},
+        "memory": {},
+    }
+    fanout_systems = [s for s in FANOUT_SYSTEMS if not only or "fanout" in only or s.key in only]
+    for system in fanout_systems:
+        log(f"fan-out and idle memory: {system.label}")
+        memory, fanout = run_fanout_system(system, settings, log)
+        results["memory"][system.key] = {"label": system.memory_label, "sizes": memory}
+        for kind, figures in fanout.items():
+            results["fanout"][kind][system.key] = {"label": system.label, "sizes": figures}
+    if not only or "devchain" in only:
+        log("dev chain: reference fan-out, getLogs, HTTP")
+        devchain = run_devchain(settings, log)
+        results["fanout_reference"] = devchain["fanout_reference"]
+        results["getlogs"] = devchain["getlogs"]
+        results["http"] = devchain["http"]
+    if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
+        log("memory profile: an idle session connection, line by line")
+        results["memory_profile"] = memory_profile(settings, log)
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["seconds"] = round(time.monotonic() - started, 1)
+    if settings.profile:
+        results["profiles"] = report.summarise_profiles(run_dir / "profiles")
+    if only and (args.out / "results.json").exists():
+        results = merge(json.loads((args.out / "results.json").read_text()), results, sorted(only))
+    results["targets"] = report.targets(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    report.write(results, args.out)
+    log(f"done in {results['seconds']} s: {args.out / 'results.json'}, README.md, plots")
+    for target in results["targets"]:
+        log(f"  {'MET ' if target['met'] else 'NOT '} {target['target']}: {target['measured']}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,501 @@
+"""From results.json to docs/benchmarks/README.md, the PNG plots, and the targets' verdicts."""
+
+from __future__ import annotations
+
+import collections
+import re
+from pathlib import Path
+from typing import Any
+
+NODE = "node-ws"
+FORMS = ("scopecast-session", "scopecast-direct")
+KIND_TITLES = {"heads": "newHeads", "logs": "logs"}
+
+
+def _at(figures: list[dict[str, Any]], size: int) -> dict[str, Any] | None:
+    return next((f for f in figures if f.get("subscribers") == size), None)
+
+
+def _largest(results: dict[str, Any]) -> int:
+    sizes = [
+        f["subscribers"]
+        for kind in results.get("fanout", {}).values()
+        for system in kind.values()
+        for f in system["sizes"]
+    ]
+    return max(sizes) if sizes else 0
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target of issue 9 with what was measured and whether it is met."""
+    verdicts: list[dict[str, Any]] = []
+    size = _largest(results)
+    for kind, systems in results.get("fanout", {}).items():
+        node = _at(systems.get(NODE, {}).get("sizes", []), size)
+        for form in FORMS:
+            ours = _at(systems.get(form, {}).get("sizes", []), size)
+            if node is None or ours is None:
+                continue
+            if ours["notifications_per_s"] and node["notifications_per_s"]:
+                ratio = ours["notifications_per_s"] / node["notifications_per_s"]
+                cpu_ratio = (ours["notifications_per_server_cpu_s"] or 0) / (
+                    node["notifications_per_server_cpu_s"] or 1
+                )
+                verdicts.append(
+                    {
+                        "target": f"fan-out {KIND_TITLES[kind]}, {form}, {size}: >= 1.0x Node ws",
+                        "measured": f"{ratio:.2f}x ({ours['notifications_per_s']:,} vs "
+                        f"{node['notifications_per_s']:,}/s; per server CPU-second {cpu_ratio:.2f}x)",
+                        "ratio": round(ratio, 3),
+                        "met": ratio >= 1.0,
+                    }
+                )
+            if ours["p99_ms"] is not None and node["p99_ms"] is not None:
+                verdicts.append(
+                    {
+                        "target": f"p99 {KIND_TITLES[kind]}, {form}, {size}: <= Node ws",
+                        "measured": f"{ours['p99_ms']} ms vs {node['p99_ms']} ms",
+                        "ratio": round(ours["p99_ms"] / node["p99_ms"], 3),
+                        "met": ours["p99_ms"] <= node["p99_ms"],
+                    }
+                )
+    memory = results.get("memory", {}).get("scopecast-session")
+    if memory:
+        last = memory["sizes"][-1]
+        verdicts.append(
+            {
+                "target": f"memory per idle session connection at {last['connections']}: <= 10 KiB",
+                "measured": f"{last['kib_per_connection']} KiB",
+                "met": last["kib_per_connection"] <= 10.0,
+            }
+        )
+    http = results.get("http", {}).get("systems", {})
+    if "scopecast-getblock" in http and "scopecast-constant" in http:
+        ratio = http["scopecast-getblock"]["req_per_s"] / http["scopecast-constant"]["req_per_s"]
+        verdicts.append(
+            {
+                "target": "HTTP eth_getBlockByNumber: >= 70% of the constant-reply ceiling",
+                "measured": f"{ratio:.0%} ({http['scopecast-getblock']['req_per_s']:,.0f} vs "
+                f"{http['scopecast-constant']['req_per_s']:,.0f} req/s)",
+                "ratio": round(ratio, 3),
+                "met": ratio >= 0.7,
+            }
+        )
+    getlogs = results.get("getlogs")
+    if getlogs:
+        ours = getlogs["scopecast_http"]
+        verdicts.append(
+            {
+                "target": f"eth_getLogs returning {ours['results']:,} logs: < 200 ms",
+                "measured": f"{ours['median_ms']} ms over HTTP "
+                f"({getlogs['scopecast_in_process']['median_ms']} ms in the adapter)",
+                "met": ours["median_ms"] < 200 and ours["results"] == 10_000,
+            }
+        )
+        versus = getlogs["versus_eth_tester"]
+        same_ms = versus["scopecast_http"]["median_ms"]
+        tester = versus["eth_tester"]
+        verdicts.append(
+            {
+                "target": "eth_getLogs faster than eth-tester's get_logs (same query, same chain)",
+                "measured": f"{same_ms} ms vs {tester['median_ms']:,} ms, "
+                f"{tester['results']:,} results",
+                "ratio": round(same_ms / tester["median_ms"], 5),
+                "met": same_ms < tester["median_ms"]
+                and tester["results"] == versus["scopecast_http"]["results"],
+            }
+        )
+    return verdicts
+
+
+# -- profiles -----------------------------------------------------------------------------------------
+
+_FRAME = re.compile(r"^(?P<function>.*?) \((?P<file>[^:()]*)(?::\d+)?\)$")
+
+
+def _function(frame: str) -> str:
+    match = _FRAME.match(frame)
+    if not match:
+        return frame
+    path = match["file"]
+    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return f"{match['function']} ({path})"
+
+
+def summarise_profiles(source: Path, top: int = 25) -> dict[str, Any]:
+    """Self and inclusive time per function of each py-spy raw profile in ``source``."""
+    summaries: dict[str, Any] = {}
+    if not source.is_dir():
+        return summaries
+    for path in sorted(source.glob("*.txt")):
+        own: collections.Counter[str] = collections.Counter()
+        inclusive: collections.Counter[str] = collections.Counter()
+        total = 0
+        for line in path.read_text(errors="replace").splitlines():
+            stack, _, count_text = line.rpartition(" ")
+            if not stack or not count_text.isdigit():
+                continue
+            count = int(count_text)
+            total += count
+            frames = [_function(f) for f in stack.split(";")]
+            own[frames[-1]] += count
+            for name in set(frames):
+                inclusive[name] += count
+        if not total:
+            continue
+        summaries[path.stem] = {
+            "samples": total,
+            "self": [[name, round(n / total * 100, 1)] for name, n in own.most_common(top)],
+            "inclusive": [
+                [name, round(n / total * 100, 1)] for name, n in inclusive.most_common(top + 15)
+            ],
+        }
+    return summaries
+
+
+# -- plots --------------------------------------------------------------------------------------------
+
+
+def _plots(results: dict[str, Any], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[str] = []
+    for kind, systems in results.get("fanout", {}).items():
+        if not systems:
+            continue
+        figure, (rate_axis, latency_axis) = plt.subplots(1, 2, figsize=(12, 4.5))
+        for key, system in systems.items():
+            sizes = [f for f in system["sizes"] if f["notifications_per_s"]]
+            xs = [f["subscribers"] for f in sizes]
+            style = "-o" if key.startswith("scopecast") else "--s"
+            rate_axis.plot(
+                xs, [f["notifications_per_s"] for f in sizes], style, label=system["label"]
+            )
+            latency_axis.plot(xs, [f["p99_ms"] for f in sizes], style, label=system["label"])
+        rate_axis.set(
+            title=f"{KIND_TITLES[kind]} fan-out throughput",
+            xlabel="subscribers",
+            ylabel="notifications / s",
+        )
+        latency_axis.set(
+            title=f"{KIND_TITLES[kind]}: p99 publish → last subscriber",
+            xlabel="subscribers",
+            ylabel="ms",
+        )
+        for axis in (rate_axis, latency_axis):
+            axis.grid(True, alpha=0.3)
+            axis.set_ylim(bottom=0)
+        rate_axis.legend(fontsize=8)
+        figure.tight_layout()
+        name = f"fanout-{kind}.png"
+        figure.savefig(out / name, dpi=110)
+        plt.close(figure)
+        written.append(name)
+    memory = results.get("memory", {})
+    if memory:
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        for key, system in memory.items():
+            style = "-o" if key.startswith("scopecast") else "--s"
+            axis.plot(
+                [m["connections"] for m in system["sizes"]],
+                [m["kib_per_connection"] for m in system["sizes"]],
+                style,
+                label=system["label"],
+            )
+        axis.axhline(10, color="grey", linestyle=":", label="target: 10 KiB (session)")
+        axis.set(
+            title="Memory per idle connection", xlabel="connections", ylabel="KiB per connection"
+        )
+        axis.set_ylim(bottom=0)
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=8)
+        figure.tight_layout()
+        figure.savefig(out / "memory.png", dpi=110)
+        plt.close(figure)
+        written.append("memory.png")
+    http = results.get("http", {}).get("systems", {})
+    if http:
+        figure, axis = plt.subplots(figsize=(7, 4))
+        labels = [HTTP_LABELS.get(k, k) for k in http]
+        axis.barh(labels, [v["req_per_s"] for v in http.values()], color="#4878a8")
+        axis.set(
+            title=f"HTTP JSON-RPC, {results['method']['http_clients']} concurrent clients",
+            xlabel="requests / s",
+        )
+        axis.grid(True, axis="x", alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(out / "http.png", dpi=110)
+        plt.close(figure)
+        written.append("http.png")
+    getlogs = results.get("getlogs")
+    if getlogs:
+        figure, axis = plt.subplots(figsize=(7, 4))
+        bars = {
+            "scopecast, HTTP": getlogs["scopecast_http"]["median_ms"],
+            "scopecast, in the adapter": getlogs["scopecast_in_process"]["median_ms"],
+        }
+        versus = getlogs["versus_eth_tester"]
+        if versus["query"]["toBlock"] == "latest":
+            bars["eth-tester get_logs"] = versus["eth_tester"]["median_ms"]
+        else:
+            upto = int(versus["query"]["toBlock"], 16)
+            count = versus["eth_tester"]["results"]
+            bars[f"scopecast, HTTP, blocks 0-{upto} ({count:,})"] = versus["scopecast_http"][
+                "median_ms"
+            ]
+            bars[f"eth-tester, blocks 0-{upto} ({count:,})"] = versus["eth_tester"]["median_ms"]
+        axis.barh(list(bars), list(bars.values()), color="#4878a8")
+        axis.set_xscale("log")
+        axis.set(
+            title="eth_getLogs on 100,000 logs: 10,000 results unless said (log scale)",
+            xlabel="ms",
+        )
+        axis.grid(True, axis="x", alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(out / "getlogs.png", dpi=110)
+        plt.close(figure)
+        written.append("getlogs.png")
+    return written
+
+
+HTTP_LABELS = {
+    "scopecast-getblock": "scopecast eth_getBlockByNumber (dev chain)",
+    "scopecast-constant": "scopecast constant reply (ceiling)",
+    "hypercorn-constant": "hypercorn 0.18 constant reply",
+}
+
+
+# -- README -------------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and digits:
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int | float):
+        return f"{value:,.0f}"
+    return str(value)
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    plots = _plots(results, out)
+    machine = results["machine"]
+    method = results["method"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` from `results.json` beside this file: do not edit by hand, "
+        "re-run the bench. `BENCH_QUICK=1 make bench` is the quick mode (under 3 minutes, fewer "
+        "and shorter rounds, same methods); `.venv/bin/python -m bench --help` lists the options "
+        "(`--only SYSTEM...` to re-measure some systems, `--profile` to attach py-spy to the "
+        "scopecast servers during the measured rounds, `--gc-freeze` to try `gc.freeze()` after "
+        "start-up). The code is in `bench/`: the load generator (`bench/loadgen.py`), the scopecast "
+        "server under test (`bench/server.py`, a broker built by `build_broker` as `scopecast serve` "
+        "builds it, with a synthetic chain adapter), and the peers (`bench/peers/`).",
+        "",
+        f"- **Measured** {results['date']}, **{results['mode']} mode**, in {results['seconds']} s.",
+        f"- **Machine**: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, "
+        f"Linux {machine['kernel']}, Python {machine['python']}, Node {machine['node']}. Load average "
+        f"at start {machine['load_average_at_start']}, at end {machine.get('load_average_at_end')}.",
+        f"- **Method**: every server pinned to CPU {method['server_cpus']}, the load generator "
+        f"({method['load_generators']} process, raw non-blocking sockets, one `epoll` loop) to CPU "
+        f"{method['load_generator_cpus']}. A round publishes {method['events_per_round']} events back "
+        f"to back; {method['rounds']} measured rounds after a warm-up. Same payload bytes for every "
+        f"system: a {method['head_payload_bytes']}-byte newHeads-like header or a "
+        f"{method['log_payload_bytes']}-byte Transfer log.",
+    ]
+    for update in results.get("partial_updates", []):
+        lines.append(
+            f"- **Re-measured** {update['date']} ({update['mode']} mode): {', '.join(update['only'])} "
+            f"(load average at start {update['machine']['load_average_at_start']})."
+        )
+    if results["mode"] == "quick" or max(machine["load_average_at_start"][0], 0) > 0.5:
+        lines += [
+            "",
+            "> **Caution**: quick mode and/or a busy machine (see the load average): wall-clock "
+            "figures are indicative only. The *per server CPU-second* column is less sensitive to "
+            "other load on the machine.",
+        ]
+    verdicts = results.get("targets", [])
+    if verdicts:
+        lines += ["", "## Targets (issue 9)", "", "| target | measured | met |", "|---|---|---|"]
+        for verdict in verdicts:
+            lines.append(
+                f"| {verdict['target']} | {verdict['measured']} | {'yes' if verdict['met'] else '**no**'} |"
+            )
+    for kind, systems in results.get("fanout", {}).items():
+        if not systems:
+            continue
+        lines += [
+            "",
+            f"## Fan-out: {KIND_TITLES[kind]}",
+            "",
+            "Latency is from the moment an event is published (handed to the hub / to "
+            "`broadcast()` / to the send loop) to the moment its *last* subscriber has it; "
+            "throughput is deliveries over the time from the first publish to the last receipt.",
+            "",
+            "| system | subscribers | notifications/s | per server CPU-s | p50 ms | p99 ms | "
+            "server CPU | load gen CPU |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for system in systems.values():
+            for f in system["sizes"]:
+                lines.append(
+                    f"| {system['label']} | {f['subscribers']:,} | {_fmt(f['notifications_per_s'])} "
+                    f"| {_fmt(f['notifications_per_server_cpu_s'])} | {_fmt(f['p50_ms'], 1)} "
+                    f"| {_fmt(f['p99_ms'], 1)} | {_fmt(f['server_cpu_share'], 2)} "
+                    f"| {_fmt(f['loadgen_cpu_share'], 2)} |"
+                )
+        if f"fanout-{kind}.png" in plots:
+            lines += ["", f"![{kind} fan-out](fanout-{kind}.png)"]
+    reference = results.get("fanout_reference")
+    if reference:
+        lines += [
+            "",
+            "### Reference: newHeads through the real dev chain",
+            "",
+            f"{reference['subscribers']:,} direct subscribers, each event an `evm_mine` of an empty "
+            f"block (py-evm's mining included in the latency; real headers, about 1.6 KB with the "
+            f"bloom): {_fmt(reference['notifications_per_s'])} notifications/s, p50 "
+            f"{reference['p50_ms']} ms, p99 {reference['p99_ms']} ms.",
+        ]
+    memory = results.get("memory", {})
+    if memory:
+        lines += [
+            "",
+            "## Memory per idle connection",
+            "",
+            "Server resident memory after N idle connections minus before any, over N (a full "
+            "collection first: `gc.collect()` / `global.gc()`), measured before any notification.",
+            "",
+            "| system | "
+            + " | ".join(f"{m['connections']:,}" for m in next(iter(memory.values()))["sizes"])
+            + " |",
+            "|---|" + "---|" * len(next(iter(memory.values()))["sizes"]),
+        ]
+        for system in memory.values():
+            lines.append(
+                f"| {system['label']} | "
+                + " | ".join(f"{m['kib_per_connection']:.1f} KiB" for m in system["sizes"])
+                + " |"
+            )
+        if "memory.png" in plots:
+            lines += ["", "![memory](memory.png)"]
+        collected = [
+            (system["label"], m)
+            for system in memory.values()
+            for m in system["sizes"]
+            if "full_collection_ms" in m
+        ]
+        if collected:
+            lines += [
+                "",
+                "A full garbage collection has to visit every object the collector tracks, so the "
+                "objects each connection keeps also set how long the collector stops the server "
+                "when a full collection comes (CPython starts one once the long-lived objects grew "
+                "by a quarter, e.g. under connection churn):",
+                "",
+                "| system | connections | objects tracked by the GC | one full collection |",
+                "|---|---|---|---|",
+                *(
+                    f"| {label} | {m['connections']:,} | {m['tracked_objects']:,} "
+                    f"| {m['full_collection_ms']} ms |"
+                    for label, m in collected
+                ),
+            ]
+    http = results.get("http", {}).get("systems", {})
+    if http:
+        lines += [
+            "",
+            "## HTTP JSON-RPC",
+            "",
+            f"{method['http_clients']} keep-alive clients, each posting its next request when the "
+            f"reply arrives, for {method['http_seconds']} s after a 1 s warm-up. The constant reply is "
+            f"the bytes of the dev chain's `eth_getBlockByNumber` reply ({results['http']['reply_bytes']:,} "
+            "bytes), answered after decoding the envelope.",
+            "",
+            "| system | req/s | p50 ms | p99 ms |",
+            "|---|---|---|---|",
+        ]
+        for key, figures in http.items():
+            lines.append(
+                f"| {HTTP_LABELS.get(key, key)} | {_fmt(figures['req_per_s'])} "
+                f"| {_fmt(figures['p50_ms'], 2)} | {_fmt(figures['p99_ms'], 2)} |"
+            )
+        if "http.png" in plots:
+            lines += ["", "![http](http.png)"]
+    getlogs = results.get("getlogs")
+    if getlogs:
+        chain = getlogs["chain"]
+        lines += [
+            "",
+            "## eth_getLogs",
+            "",
+            f"A dev chain holding {chain['emitted_logs']:,} logs of one emitter contract (blocks "
+            f"{chain['first_block']} to {chain['last_block']}, 1,000 logs each, sent as "
+            f"`eth_sendRawTransaction` calls in {chain['build_seconds']} s). The query "
+            "(`address` + `topics: [Transfer, from]`) matches 10,000 of them, spread over every "
+            "block. eth-tester's `get_logs` runs over the same py-evm database (no copy).",
+            "",
+            "| query | system | results | median ms | min ms |",
+            "|---|---|---|---|---|",
+            f"| 10,000 results, whole chain | scopecast over HTTP | {getlogs['scopecast_http']['results']:,} "
+            f"| {getlogs['scopecast_http']['median_ms']} | {getlogs['scopecast_http']['min_ms']} |",
+            f"| 10,000 results, whole chain | scopecast dev chain adapter (in-process) "
+            f"| {getlogs['scopecast_in_process']['results']:,} | {getlogs['scopecast_in_process']['median_ms']} "
+            f"| {getlogs['scopecast_in_process']['min_ms']} |",
+        ]
+        versus = getlogs["versus_eth_tester"]
+        scope = (
+            "10,000 results, whole chain"
+            if versus["query"]["toBlock"] == "latest"
+            else f"the same, blocks 0 to {int(versus['query']['toBlock'], 16)} only"
+        )
+        compared = [("eth-tester `get_logs`", versus["eth_tester"])]
+        if versus["query"]["toBlock"] != "latest":  # a narrower query: scopecast's answer to it too
+            compared.insert(0, ("scopecast over HTTP", versus["scopecast_http"]))
+        for label, figures in compared:
+            lines.append(
+                f"| {scope} | {label} | {figures['results']:,} | {figures['median_ms']:,} "
+                f"| {figures['min_ms']:,} |"
+            )
+        if "getlogs.png" in plots:
+            lines += ["", "![getLogs](getlogs.png)"]
+    traced = results.get("memory_profile")
+    if traced:
+        lines += [
+            "",
+            "## What an idle session connection keeps (tracemalloc)",
+            "",
+            f"{traced['connections']:,} connections, {traced['bytes_per_connection']:,.0f} bytes of "
+            "Python allocations each, charged to the innermost scopecast line of each allocation's "
+            "stack (tracemalloc's own overhead makes the resident figure larger under tracing).",
+            "",
+            "| bytes | scopecast line | allocated in |",
+            "|---|---|---|",
+            *(
+                f"| {entry['bytes']:,} | `{entry['line']}` | "
+                + ", ".join(f"`{where}` {n:,}" for where, n in entry["allocated_in"])
+                + " |"
+                for entry in traced["by_line"]
+            ),
+        ]
+    profiles = results.get("profiles")
+    if profiles:
+        lines += ["", "## Profiles (py-spy, scopecast servers)", ""]
+        for name, summary in profiles.items():
+            lines += [
+                f"### {name} ({summary['samples']:,} samples)",
+                "",
+                "| self % | function |",
+                "|---|---|",
+                *(f"| {pct} | `{fn}` |" for fn, pct in summary["self"][:15]),
+                "",
+            ]
+    (out / "README.md").write_text("\n".join(lines) + "\n")
