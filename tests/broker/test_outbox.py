@@ -1,0 +1,106 @@
+"""The outbox over a real socket pair: direct writes, an ordered backlog, overflow that keeps the
+stream well-formed and ends with the close frame."""
+
+import socket
+import struct
+
+import trio
+import trio.testing
+
+from broker import frames
+from broker.outbox import Outbox
+
+
+def small_pair() -> tuple[trio.socket.SocketType, trio.socket.SocketType]:
+    a, b = trio.socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    for sock in (a, b):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    return a, b
+
+
+async def read_exactly(sock: trio.socket.SocketType, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await sock.recv(size - len(data))
+        assert chunk, "stream ended early"
+        data += chunk
+    return data
+
+
+async def read_frames(sock: trio.socket.SocketType) -> list[tuple[int, bytes]]:
+    """Parse server frames until a close frame (or the end of the stream)."""
+    found = []
+    while True:
+        head = await sock.recv(2)
+        if not head:
+            return found
+        if len(head) == 1:
+            head += await read_exactly(sock, 1)
+        opcode, length = head[0] & 0x0F, head[1] & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", await read_exactly(sock, 2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", await read_exactly(sock, 8))
+        found.append((opcode, await read_exactly(sock, length)))
+        if opcode == frames.OP_CLOSE:
+            return found
+
+
+async def test_frames_arrive_whole_and_in_order_through_backpressure() -> None:
+    server, client = small_pair()
+    with server, client:
+        async with trio.open_nursery() as nursery:
+            outbox = Outbox(server, nursery, limit=10_000_000)
+            payloads = [f"message {i} ".encode() * 50 for i in range(300)]
+            for payload in payloads:
+                assert outbox.send(frames.text_frame(payload))
+            assert outbox.backlog_size > 0, "a 4 KiB buffer cannot take ~150 KB at once"
+            outbox.send_last(frames.close_frame(frames.CLOSE_NORMAL))
+            assert not outbox.send(frames.text_frame(b"after the close"))
+            received = await read_frames(client)
+            await outbox.drain()
+        assert [p for op, p in received if op == frames.OP_TEXT] == payloads
+        assert received[-1][0] == frames.OP_CLOSE
+        assert outbox.backlog_size == 0
+
+
+async def test_overflow_finishes_the_partial_frame_then_closes() -> None:
+    server, client = small_pair()
+    overflowed = []
+    with server, client:
+        async with trio.open_nursery() as nursery:
+            outbox = Outbox(
+                server,
+                nursery,
+                limit=20_000,
+                overflow_frame=frames.SLOW_CONSUMER_CLOSE,
+                on_overflow=lambda: overflowed.append(True),
+            )
+            sent = 0
+            while outbox.send(frames.text_frame(b"x" * 1000)):
+                sent += 1
+            assert overflowed == [True]
+            assert outbox.overflowed
+            assert not outbox.send(frames.text_frame(b"y"))
+            received = await read_frames(client)
+        texts = [p for op, p in received if op == frames.OP_TEXT]
+        assert all(p == b"x" * 1000 for p in texts), "no torn frame: every text frame is whole"
+        assert len(texts) < sent, "queued frames were dropped, not delivered late"
+        assert received[-1] == (
+            frames.OP_CLOSE,
+            struct.pack("!H", frames.CLOSE_SLOW_CONSUMER) + b"slow consumer",
+        )
+
+
+async def test_a_broken_peer_stops_the_outbox() -> None:
+    server, client = small_pair()
+    with server:
+        async with trio.open_nursery() as nursery:
+            outbox = Outbox(server, nursery)
+            client.close()
+            for _ in range(3):
+                outbox.send(frames.text_frame(b"z" * 100))
+            await trio.testing.wait_all_tasks_blocked()
+            assert outbox.broken
+            assert not outbox.send(frames.text_frame(b"z"))
