@@ -111,7 +111,10 @@ def main(argv: list[str] | None = None) -> None:
         "in the run's log directory (figures of a profiled run are not for publishing)",
     )
     cli.add_argument(
-        "--gc-freeze", action="store_true", help="experiment: gc.freeze() in scopecast at start-up"
+        "--no-gc-freeze",
+        dest="gc_freeze",
+        action="store_false",
+        help="experiment: skip the gc.freeze() scopecast serve does at start-up",
     )
     cli.add_argument(
         "--memory-profile",

@@ -294,7 +294,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         "re-run the bench. `BENCH_QUICK=1 make bench` is the quick mode (under 3 minutes, fewer "
         "and shorter rounds, same methods); `.venv/bin/python -m bench --help` lists the options "
         "(`--only SYSTEM...` to re-measure some systems, `--profile` to attach py-spy to the "
-        "scopecast servers during the measured rounds, `--gc-freeze` to try `gc.freeze()` after "
+        "scopecast servers during the measured rounds, `--no-gc-freeze` to measure without the `gc.freeze()` `scopecast serve` does after "
         "start-up). The code is in `bench/`: the load generator (`bench/loadgen.py`), the scopecast "
         "server under test (`bench/server.py`, a broker built by `build_broker` as `scopecast serve` "
         "builds it, with a synthetic chain adapter), and the peers (`bench/peers/`).",

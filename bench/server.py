@@ -1,6 +1,6 @@
 """The scopecast server under test: a broker built exactly as ``scopecast serve`` builds it.
 
-Run as ``python -m bench.server MODE [--port P] [--reply FILE] [--gc-freeze]``; it prints one JSON
+Run as ``python -m bench.server MODE [--port P] [--reply FILE] [--no-gc-freeze]``; it prints one JSON
 line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line commands on stdin:
 
 ``{"cmd": "burst", "kind": "heads"|"logs", "count": K}``
@@ -52,7 +52,7 @@ from bench.synthetic import (
     register,
 )
 from broker.app import Broker
-from broker.cli import build_broker, parser
+from broker.cli import build_broker, freeze_startup_objects, parser
 from broker.config import Config
 from broker.dispatch import CallContext
 
@@ -206,8 +206,7 @@ async def serve(mode: str, port: int, freeze: bool) -> None:
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(broker.serve, "127.0.0.1", port)
         if freeze:
-            gc.collect()
-            gc.freeze()
+            freeze_startup_objects()  # as `scopecast serve` does
         emit({"ready": bound, "pid": os.getpid()})
         await _control(broker)
         nursery.cancel_scope.deadline = trio.current_time() + 5
@@ -218,7 +217,12 @@ def main() -> None:
     cli.add_argument("mode", choices=["synthetic", "constant", "devchain"])
     cli.add_argument("--port", type=int, default=0)
     cli.add_argument("--reply", type=Path, help="constant mode: the result JSON to answer with")
-    cli.add_argument("--gc-freeze", action="store_true", help="gc.freeze() once started")
+    cli.add_argument(
+        "--no-gc-freeze",
+        dest="gc_freeze",
+        action="store_false",
+        help="skip the gc.freeze() that `scopecast serve` does once started (to measure it)",
+    )
     cli.add_argument("--tracemalloc", type=int, default=0, help="trace allocations, N frames deep")
     args = cli.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

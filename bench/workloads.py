@@ -72,7 +72,7 @@ class Settings:
     server_cpus: set[int] = field(default_factory=lambda: {0})
     load_cpus: set[int] = field(default_factory=lambda: {1})
     profile: bool = False
-    gc_freeze: bool = False
+    gc_freeze: bool = True
     systems: list[str] | None = None
     reference_subscribers: int = 1000
 
@@ -154,8 +154,8 @@ def profiling(settings: Settings, pid: int, name: str) -> Iterator[None]:
 def start_scopecast(mode: str) -> Callable[[Settings, str], Child]:
     def start(settings: Settings, name: str) -> Child:
         argv = [PYTHON, "-m", "bench.server", mode]
-        if settings.gc_freeze:
-            argv.append("--gc-freeze")
+        if not settings.gc_freeze:
+            argv.append("--no-gc-freeze")
         return Child(name, argv, cpus=settings.server_cpus, log_dir=settings.run_dir)
 
     return start

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -260,28 +260,16 @@ class SubscriptionHub:
         return sent
 
     def _deliver(self, subs: Iterable[Subscription], chain: str, payload: bytes) -> int:
-        direct: _Framing | None = None
-        sessions: dict[str, _Framing] = {}
         sent = 0
-        for sub in list(subs):
-            scope = sub.scope
-            if scope is None:
-                if direct is None:
-                    direct = _framing(_DIRECT_PREFIX, payload, b"}}", _ID_LENGTH)
-                framing = direct
-            else:
-                found = sessions.get(scope)
-                if found is None:
-                    found = sessions[scope] = _framing(
-                        _session_prefix(scope), payload, b"}}}}", _ID_LENGTH
-                    )
-                framing = found
-            if sub.conn.send_frame(framing.pre + sub.id_json + framing.post):
+        for conn, frame in _frames(subs, payload):
+            if conn.send_frame(frame):
                 sent += 1
         return sent
 
     def _deliver_logs(self, index: _ChainIndex, event: LogsEvent) -> int:
-        sent = 0
+        # A block's matching logs for one connection leave in one write: a busy block can match a
+        # subscriber many times, and one syscall per connection is the whole cost of a delivery.
+        batches: dict[Subscriber, list[bytes]] = {}
         for log in event.block.logs:
             topic0 = log.topics[0] if log.topics else None
             candidates = index.log_candidates(log.address, topic0)
@@ -297,5 +285,34 @@ class SubscriptionHub:
             payload = (
                 log.json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if event.removed else log.json
             )
-            sent += self._deliver(matching, event.chain, payload)
+            for conn, frame in _frames(matching, payload):
+                batch = batches.get(conn)
+                if batch is None:
+                    batches[conn] = [frame]
+                else:
+                    batch.append(frame)
+        sent = 0
+        for conn, batch in batches.items():
+            if conn.send_frame(batch[0] if len(batch) == 1 else b"".join(batch)):
+                sent += len(batch)
         return sent
+
+
+def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subscriber, bytes]]:
+    """Each subscription's notification frame for ``payload``: one concatenation each."""
+    direct: _Framing | None = None
+    sessions: dict[str, _Framing] = {}
+    for sub in list(subs):
+        scope = sub.scope
+        if scope is None:
+            if direct is None:
+                direct = _framing(_DIRECT_PREFIX, payload, b"}}", _ID_LENGTH)
+            framing = direct
+        else:
+            found = sessions.get(scope)
+            if found is None:
+                found = sessions[scope] = _framing(
+                    _session_prefix(scope), payload, b"}}}}", _ID_LENGTH
+                )
+            framing = found
+        yield sub.conn, framing.pre + sub.id_json + framing.post
