@@ -134,6 +134,20 @@ class AccountAdapter(ABC):
 
     name: ClassVar[str]
 
+    @classmethod
+    @abstractmethod
+    def from_options(cls, chains: Sequence[str], options: Mapping[str, Any]) -> AccountAdapter:
+        """Build from the ``[accounts]`` config table.
+
+        Args:
+            chains: The CAIP-2 ids to hold accounts for.
+            options: The table's other keys (less ``adapter`` and ``chains``); the adapter decodes
+                and validates them itself.
+
+        Raises:
+            ValueError: the options are invalid (the message is shown as a configuration error).
+        """
+
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Load keys. Called once."""
 

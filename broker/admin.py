@@ -17,10 +17,14 @@ from broker.dispatch import CallContext, Dispatcher
 from broker.errors import InvalidParams
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
 from broker.sessions import Identity, create_session_result, is_expired
+from broker.sessions.scopes import parse_scopes
 
 if TYPE_CHECKING:
     from broker.app import Broker
     from broker.session_service import SessionService
+
+
+DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
 
 
 class AdminUnauthorized(InvalidParams):
@@ -49,10 +53,11 @@ def _identity(args: dict[str, Any]) -> Identity:
 class AdminApi:
     """Serves ``/admin`` for one broker."""
 
-    def __init__(self, broker: Broker, sessions: SessionService, token: str) -> None:
+    def __init__(self, broker: Broker, sessions: SessionService, token: str | None) -> None:
+        """``token`` None: no token was configured off loopback, so every request gets 401."""
         self._broker = broker
         self._sessions = sessions
-        self._token = token.encode()
+        self._token = token.encode() if token is not None else None
         self._dispatcher = Dispatcher(broker.networks, broker.metrics, chain_calls=False)
         self._context = CallContext(broker.networks.default, "admin", "admin")
         for name in (
@@ -68,6 +73,8 @@ class AdminApi:
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
         """Answer one operator request."""
+        if self._token is None:
+            return json_error(401, AdminUnauthorized(DISABLED))
         auth = request.header(b"authorization") or b""
         if not hmac.compare_digest(auth, b"Bearer " + self._token):
             return json_error(401, AdminUnauthorized())
@@ -119,9 +126,11 @@ class AdminApi:
         accounts, scopes = args.get("accounts"), args.get("sessionScopes")
         if accounts is not None and not isinstance(accounts, list):
             raise InvalidParams("accounts must be an array")
-        if scopes is not None and not isinstance(scopes, dict):
-            raise InvalidParams("sessionScopes must be an object")
-        return self._sessions.policy.approve(str(args.get("id")), accounts=accounts, scopes=scopes)
+        # Validated like a request's scopes; the approval narrows to them, never widens.
+        narrowed = parse_scopes(scopes, field="sessionScopes") if scopes is not None else None
+        return self._sessions.policy.approve(
+            str(args.get("id")), accounts=accounts, scopes=narrowed
+        )
 
     async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return self._sessions.policy.reject(str(_object(params).get("id")))

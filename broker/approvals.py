@@ -20,7 +20,7 @@ import trio
 from adapters.base import SigningRequest
 from broker.errors import InvalidParams, UserRejected
 from broker.sessions import Identity, SessionRequest
-from schemas.caip import parse_account_id
+from schemas.caip import ScopeObject, parse_account_id
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +30,10 @@ HeldAccounts = Callable[[str], Sequence[str]]
 
 @dataclass(frozen=True, slots=True)
 class SessionDecision:
-    """Accounts to grant per chain, and the scope keys to keep (None: all offered)."""
+    """Accounts to grant per chain, and the operator's narrowed scopes (None: all offered)."""
 
     accounts: Mapping[str, Sequence[str]]
-    keep: frozenset[str] | None = None
+    keep: Mapping[str, ScopeObject] | None = None
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class PendingApproval:
     decided: trio.Event = field(default_factory=trio.Event)
     approved: bool = False
     accounts: list[str] | None = None
-    scopes: dict[str, Any] | None = None
+    scopes: dict[str, ScopeObject] | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -130,10 +130,14 @@ class ApprovalPolicy:
             },
         }
         pending = await self._park("session", identity, summary)
-        keep = frozenset(pending.scopes) if pending.scopes is not None else None
-        if pending.accounts is None:
+        keep = pending.scopes
+        # Accounts the operator names, in the approval or in its narrowed scopes (CAIP-10 ids).
+        named = list(pending.accounts or ())
+        if keep is not None:
+            named.extend(account for scope in keep.values() for account in scope.accounts)
+        if pending.accounts is None and not named:
             return SessionDecision(auto_accounts(offer, held), keep)
-        return SessionDecision(_operator_accounts(offer, held, pending.accounts), keep)
+        return SessionDecision(_operator_accounts(offer, held, named), keep)
 
     async def approve_signature(self, identity: Identity, request: SigningRequest) -> None:
         """Return when the signature may be made; raise ``UserRejected`` otherwise."""
@@ -170,7 +174,7 @@ class ApprovalPolicy:
         approval_id: str,
         *,
         accounts: list[str] | None = None,
-        scopes: dict[str, Any] | None = None,
+        scopes: dict[str, ScopeObject] | None = None,
     ) -> bool:
         """The operator's yes; False when no such request is waiting."""
         pending = self._pending.get(approval_id)

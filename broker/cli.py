@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 
 from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
-from adapters.registry import load
+from adapters.registry import AdapterNotFound, load
 from broker.admin import AdminApi
 from broker.app import DEV_API_KEY, Broker, is_loopback
 from broker.approvals import ApprovalPolicy
@@ -105,6 +105,12 @@ def parser() -> argparse.ArgumentParser:
         "--approval", choices=["auto", "manual"], help="who approves sessions and signatures"
     )
     serve.add_argument("--admin-token", help="bearer token of the operator API (POST /admin)")
+    serve.add_argument(
+        "--keystore",
+        type=Path,
+        help="keyring: sign with the encrypted JSON keystores in DIR, unlocked with the passphrase "
+        "in $SCOPECAST_KEYSTORE_PASSPHRASE ([accounts] passphrase_env names another variable)",
+    )
     serve.add_argument("--redis-url", help="Redis for sessions and events shared between processes")
     serve.add_argument(
         "--role",
@@ -165,16 +171,41 @@ def build_network(spec: NetworkSpec) -> Network:
 DEV_PROXY_CREATION_CODE = "0x00"
 
 
-def _accounts(config: Config, specs: Sequence[NetworkSpec]) -> AccountAdapter:
-    from adapters.keyring import KeyringAdapter
+def _accounts(
+    config: Config, specs: Sequence[NetworkSpec], keystore: Path | None
+) -> AccountAdapter:
+    """The account adapter ``[accounts]`` names (``adapter``, default the keyring)."""
+    from adapters.keyring import DEV_MNEMONIC
 
     options = dict(config.accounts or {})
+    name = options.pop("adapter", "keyring")
     chains = options.pop("chains", None)
+    dev_chains = [s.chain for s in specs if s.adapter == "devchain"]
     if chains is None:
-        chains = [s.chain for s in specs if s.adapter == "devchain"]
-    if config.accounts is None:
-        options["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
-    return KeyringAdapter.from_options(chains, options)
+        chains = dev_chains
+    if name == "keyring":
+        if keystore is not None:
+            options["keystore_dir"] = str(keystore)
+        if not options.get("mnemonic") and not options.get("keystore_dir"):
+            if not set(chains) <= set(dev_chains):
+                raise ConfigError(
+                    "[accounts]: the keyring needs a mnemonic or keystore_dir (or --keystore) for "
+                    f"{', '.join(c for c in chains if c not in dev_chains)}; the public development "
+                    "mnemonic serves only the embedded dev chain"
+                )
+            options["mnemonic"] = DEV_MNEMONIC
+        if config.accounts is None:
+            options["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
+    try:
+        cls = load(name)
+    except AdapterNotFound as exc:
+        raise ConfigError(f"[accounts]: {exc}") from None
+    if not issubclass(cls, AccountAdapter):
+        raise ConfigError(f"[accounts]: adapter {name!r} is not an account adapter")
+    try:
+        return cls.from_options(chains, options)
+    except ValueError as exc:
+        raise ConfigError(f"[accounts]: {exc}") from None
 
 
 # -- Redis (docs/scale-out.md) ----------------------------------------------------------------------
@@ -247,7 +278,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
             raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
         _require_upstreams(network_specs(config)[0], "serve --role web")
     redis = _RedisBackends.for_url(redis_url, config) if redis_url else None
-    accounts = _accounts(config, specs)
+    accounts = _accounts(config, specs, args.keystore)
     networks = Networks(
         [build_network(spec) for spec in specs],
         default=default,
@@ -280,15 +311,18 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     if redis is not None:
         redis.attach(broker, ingest=args.role == "all")
     host = args.host or server.host
-    token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
+    token = _admin_token(args, config)
     if token is None and is_loopback(host):
         token = DEV_ADMIN_TOKEN
-    if token is not None:
-        AdminApi(broker, sessions, token)
+    AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
     return broker
 
 
-def _print_endpoints(broker: Broker, host: str) -> None:
+def _admin_token(args: argparse.Namespace, config: Config) -> str | None:
+    return args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or config.server.admin_token
+
+
+def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
     shown = host if ":" not in host else f"[{host}]"
     base = f"{shown}:{broker.port}"
     key = DEV_API_KEY if broker.dev_mode else "<API_KEY>"
@@ -301,8 +335,10 @@ def _print_endpoints(broker: Broker, host: str) -> None:
     print(
         f"  health     GET http://{base}/healthz   metrics  GET http://{base}/metrics", flush=True
     )
-    if broker.admin is not None:
+    if operator:
         print(f"  operator   POST http://{base}/admin (Authorization: Bearer <token>)", flush=True)
+    else:
+        print("  operator   disabled: set --admin-token to enable POST /admin", flush=True)
     if broker.dev_mode:
         print(
             f"  dev API key: {DEV_API_KEY} (configure --api-key to serve beyond loopback)",
@@ -324,7 +360,8 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, host, port)
         freeze_startup_objects()
-        _print_endpoints(broker, host)
+        operator = _admin_token(args, config) is not None or is_loopback(host)
+        _print_endpoints(broker, host, operator=operator)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("received %s: draining connections", signal.Signals(signum).name)

@@ -108,6 +108,10 @@ class SessionService:
         # A list per identity: most identities have one connection, and a list is a third of a set.
         self._connections: defaultdict[Identity, list[WebSocketConnection]] = defaultdict(list)
         self._expiries: dict[Identity, datetime] = {}
+        # Connected identities whose session (if any) this process has not looked up yet: a tab
+        # that reconnects and then only listens must still hear when its session expires.
+        self._unlooked: set[Identity] = set()
+        self._looking: set[Identity] = set()
         register = broker.dispatcher.register
         register("wallet_createSession", self._create)
         register("wallet_getSession", self._get)
@@ -134,7 +138,10 @@ class SessionService:
         return adapter.accounts(chain) if adapter is not None else ()
 
     def _track(self, conn: WebSocketConnection) -> None:
-        self._connections[Identity.of(conn.context.api_key, conn.context.origin)].append(conn)
+        identity = Identity.of(conn.context.api_key, conn.context.origin)
+        self._connections[identity].append(conn)
+        if identity not in self._expiries:
+            self._unlooked.add(identity)
 
     def _untrack(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
@@ -145,6 +152,7 @@ class SessionService:
             if not conns:
                 del self._connections[identity]
                 self._expiries.pop(identity, None)
+                self._unlooked.discard(identity)
 
     async def _start(self, nursery: trio.Nursery) -> None:
         await nursery.start(self.changes.serve_reader, self._on_change)
@@ -167,9 +175,9 @@ class SessionService:
     async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         identity = self._identity(ctx)
         request = parse_create_session(_decode(params), now=_now())
-        offer = apply_support(request, self.supported)
-        decision = await self.policy.decide_session(identity, offer, self._held)
         try:
+            offer = apply_support(request, self.supported)
+            decision = await self.policy.decide_session(identity, offer, self._held)
             session = grant(
                 offer,
                 identity=identity,
@@ -323,6 +331,7 @@ class SessionService:
         )
 
     def _on_change(self, change: SessionChange) -> None:
+        self._looking.discard(change.identity)  # a lookup under way would be stale
         conns = self._connections.get(change.identity)
         session = decode_session(change.session) if change.session is not None else None
         if session is not None:
@@ -350,19 +359,44 @@ class SessionService:
             ),
         )
 
+    async def _look_up_new_identities(self) -> None:
+        while self._unlooked:
+            identity = self._unlooked.pop()
+            if identity in self._expiries or identity not in self._connections:
+                continue
+            self._looking.add(identity)
+            try:
+                session = await self.store.get(identity)
+            except BaseException:
+                self._unlooked.add(identity)  # the next check tries again
+                raise
+            finally:
+                current = identity in self._looking
+                self._looking.discard(identity)
+            if current and session is not None and identity in self._connections:
+                self._expiries.setdefault(identity, session.expiry)
+
+    async def _end_expired(self) -> None:
+        now = _now()
+        for identity, expiry in list(self._expiries.items()):
+            if expiry > now:
+                continue
+            session = await self.store.get(identity)
+            if session is not None and not is_expired(session, now):
+                self._expiries[identity] = session.expiry
+                continue
+            if session is not None:
+                await self.store.delete(identity)
+            self._on_change(SessionChange(identity, None))
+
     async def _watch_expiry(self) -> None:
         while True:
             await trio.sleep(self.expiry_check)
+            try:
+                await self._look_up_new_identities()
+                await self._end_expired()
+            except Exception:
+                # A store outage (Redis restarting) must not end the expiry checks for good.
+                log.warning("session expiry check failed; trying again shortly", exc_info=True)
             # the sessions of the dapps connected to this process
             self._broker.metrics.sessions.set(len(self._expiries))
-            now = _now()
-            for identity, expiry in list(self._expiries.items()):
-                if expiry > now:
-                    continue
-                session = await self.store.get(identity)
-                if session is not None and not is_expired(session, now):
-                    self._expiries[identity] = session.expiry
-                    continue
-                if session is not None:
-                    await self.store.delete(identity)
-                self._on_change(SessionChange(identity, None))

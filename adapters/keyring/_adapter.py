@@ -13,7 +13,7 @@ import trio
 from adapters.base import AccountAdapter, ChainReader, SigningRequest
 from adapters.keyring import _personal_sign, _transaction, _typed_data, _user_operations
 from adapters.keyring._config import KeyringOptions, UserOpConfig
-from adapters.keyring._keys import DEV_MNEMONIC, KeyLoadError, Keyring, keystore_files
+from adapters.keyring._keys import KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
 from adapters.keyring._wallet import Handler, Wallet
 from broker.errors import MethodNotFound, Unauthorized
@@ -34,7 +34,9 @@ class KeyringAdapter(AccountAdapter):
 
     Keys come from a BIP-39 ``mnemonic`` (accounts 0..count-1 on m/44'/60'/0'/0/i) and/or from the
     encrypted JSON keystores in ``keystore_dir``, decrypted with the passphrase in the environment
-    variable ``passphrase_env``. With neither, the well-known development mnemonic is used. Keys
+    variable ``passphrase_env``. One of them is required: the public development mnemonic is only
+    ever passed in explicitly (the broker does so for the embedded dev chain alone), so a
+    misconfigured production keyring fails at start instead of signing with well-known keys. Keys
     are loaded by :meth:`start`.
     """
 
@@ -50,18 +52,23 @@ class KeyringAdapter(AccountAdapter):
         passphrase_env: str = "SCOPECAST_KEYSTORE_PASSPHRASE",
         userop: UserOpConfig | None = None,
     ) -> None:
+        if mnemonic is None and keystore_dir is None:
+            raise ValueError(
+                "the keyring needs a mnemonic or a keystore_dir (--keystore); the public "
+                "development mnemonic is used only for the embedded dev chain"
+            )
         self._chains = {chain: chain_reference(chain) for chain in chains}
         self._keyring = Keyring()
         self._wallet = Wallet(self._keyring, userop or UserOpConfig())
         # The mnemonic is a secret: keep it only until start() has derived the keys.
-        self._pending_mnemonic = mnemonic if mnemonic is not None or keystore_dir else DEV_MNEMONIC
+        self._pending_mnemonic = mnemonic
         self._count = count
         self._keystore_dir = keystore_dir
         self._passphrase_env = passphrase_env
 
     @classmethod
     def from_options(cls, chains: Sequence[str], options: Mapping[str, Any]) -> KeyringAdapter:
-        """Build from the broker's config mapping (keys of :class:`KeyringOptions`)."""
+        """Build from the ``[accounts]`` config table (keys of :class:`KeyringOptions`)."""
         try:
             settings = msgspec.convert(dict(options), KeyringOptions)
         except msgspec.ValidationError as exc:

@@ -14,7 +14,7 @@ more than is served even if the shell skips the middle step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeAlias
@@ -95,7 +95,7 @@ def grant(
     accounts: Mapping[str, Sequence[str]],
     now: datetime,
     max_expiry: timedelta = DEFAULT_MAX_EXPIRY,
-    keep: Collection[str] | None = None,
+    keep: Mapping[str, ScopeObject] | None = None,
 ) -> Session:
     """The session granted for a request once the approval policy has said yes.
 
@@ -107,7 +107,9 @@ def grant(
             case). Every granted scope gets ``accounts``, empty for chains not listed here.
         now: The current time (timezone-aware).
         max_expiry: The longest the session may live; a later requested expiry is capped to it.
-        keep: The chain keys the operator approved, when it narrowed the request; None keeps all.
+        keep: The scopes the operator approved, when it narrowed the request: only these chain
+            keys are granted, each with no more methods and notifications than it lists (a
+            narrowing never widens the offer). None keeps everything offered.
 
     Raises:
         NetworksUnsupported, MethodsUnsupported, NotificationsNotSupported: as
@@ -124,12 +126,13 @@ def grant(
     offer = apply_support(request, supported)
     scopes = {
         chain: ScopeObject(
-            methods=scope.methods,
-            notifications=scope.notifications,
+            methods=_narrowed(scope.methods, limit.methods if limit else None),
+            notifications=_narrowed(scope.notifications, limit.notifications if limit else None),
             accounts=_granted_accounts(chain, accounts.get(chain, ())),
         )
         for chain, scope in offer.scopes.items()
-        if keep is None or chain in keep
+        for limit in [keep.get(chain) if keep is not None else None]
+        if keep is None or limit is not None
     }
     if not scopes:
         raise UserRejected()
@@ -140,6 +143,12 @@ def grant(
         global_config=offer.global_config,
         created_at=now,
     )
+
+
+def _narrowed(offered: tuple[str, ...], allowed: tuple[str, ...] | None) -> tuple[str, ...]:
+    if allowed is None:
+        return offered
+    return tuple(name for name in offered if name in allowed)
 
 
 def _granted_accounts(chain: str, addresses: Sequence[str]) -> tuple[str, ...]:

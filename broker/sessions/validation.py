@@ -66,7 +66,7 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
 
 
 def _scoped_properties(params: dict[Any, Any], requested: set[str]) -> dict[str, Mapping[str, Any]]:
-    """``scopedProperties``: a non-empty object of objects, each keyed by a requested scope.
+    """``scopedProperties``: an object of objects, each keyed by a requested scope (``{}`` is one).
 
     A key may be a scope key as requested (``eip155``) or one of the chain keys it expands to
     (``eip155:1``): both name a requested scope.
@@ -74,8 +74,8 @@ def _scoped_properties(params: dict[Any, Any], requested: set[str]) -> dict[str,
     if "scopedProperties" not in params:
         return {}
     value = params["scopedProperties"]
-    if not isinstance(value, dict) or not value:
-        raise InvalidScopedProperties("scopedProperties must be a non-empty object")
+    if not isinstance(value, dict):
+        raise InvalidScopedProperties("scopedProperties must be an object")
     for key, properties in value.items():
         if key not in requested:
             raise InvalidScopedProperties(f"scopedProperties[{key!r}]: not a requested scope")

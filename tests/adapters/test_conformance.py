@@ -5,7 +5,7 @@ import trio
 from adapters.base import NetworkSpec
 from adapters.conformance import check_account_adapter, check_chain_adapter
 from adapters.devchain import DevChainAdapter
-from adapters.keyring import KeyringAdapter
+from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
 from adapters.registry import available, load
 
 
@@ -26,6 +26,6 @@ async def test_devchain_passes_the_chain_adapter_checks() -> None:
 
 
 async def test_keyring_passes_the_account_adapter_checks() -> None:
-    adapter = KeyringAdapter(["eip155:1337"])
+    adapter = KeyringAdapter(["eip155:1337"], mnemonic=DEV_MNEMONIC)
     await adapter.start()
     check_account_adapter(adapter)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import trio
 
 from tests.support.processes import scopecast_executable
+from tests.support.secrets import SCANNER
 
 
 class WorkerProcess:
@@ -52,7 +53,10 @@ class WorkerProcess:
             while chunk := await process.stderr.receive_some(65536):
                 buffer += chunk
                 *complete, buffer = buffer.split(b"\n")
-                self.lines.extend(line.decode(errors="replace") for line in complete)
+                for raw in complete:
+                    line = raw.decode(errors="replace")
+                    SCANNER.scan(f"worker pid {process.pid}", line)
+                    self.lines.append(line)
                 self._changed.set()
                 self._changed = trio.Event()
             await process.wait()

@@ -32,6 +32,8 @@ from typing import Any, Final
 import httpx
 import trio
 
+from tests.support.secrets import SCANNER
+
 _LISTENING: Final = re.compile(r"scopecast listening on http://(\S+):(\d+)")
 _TAIL_LINES: Final = 200
 
@@ -133,7 +135,8 @@ class ScopecastProcess:
             str(self.port),
             *self.args,
         ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # DEBUG, so that the suite-wide secret scan reads everything the process can log.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "SCOPECAST_LOG_LEVEL": "DEBUG"}
         for name, value in self.env.items():
             if value is None:
                 env.pop(name, None)
@@ -221,6 +224,7 @@ class ScopecastProcess:
     async def _wait_listening(self, lines: _Lines) -> int | None:
         async for line in lines:
             self.output.append(line)
+            SCANNER.scan(f"scopecast pid {self.pid}", line)
             found = _LISTENING.search(line)
             if found is not None:
                 return int(found.group(2))
@@ -230,6 +234,7 @@ class ScopecastProcess:
         try:
             async for line in lines or _Lines(stream):
                 self.output.append(line)
+                SCANNER.scan(f"scopecast pid {self.pid}", line)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 

@@ -4,7 +4,7 @@ import pytest
 from eth_tester import EthereumTester
 
 from adapters.base import ChainReader
-from adapters.keyring import KeyringAdapter
+from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
 from tests.adapters.keyring import evm
 
 #: The first two accounts of the dev mnemonic (hardhat/anvil's well-known accounts 0 and 1).
@@ -29,6 +29,6 @@ def read(tester: EthereumTester) -> ChainReader:
 
 @pytest.fixture
 async def keyring(scope: str) -> KeyringAdapter:
-    adapter = KeyringAdapter([scope, "eip155:1"], count=3)
+    adapter = KeyringAdapter([scope, "eip155:1"], mnemonic=DEV_MNEMONIC, count=3)
     await adapter.start()
     return adapter

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from adapters.keyring import KeyringAdapter
+from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
 from adapters.keyring._entry_point import UserOp, get_nonce_call, user_op_hash
 from tests.adapters.keyring.conftest import ACCOUNT_0
 
@@ -112,7 +112,7 @@ SEPOLIA_OP = {
 
 async def test_sepolia_vector_through_the_adapter_params() -> None:
     """The JSON user operation, parsed as eth_signUserOperation parses it, hashes as on Sepolia."""
-    adapter = KeyringAdapter([f"eip155:{SEPOLIA}"], count=1)
+    adapter = KeyringAdapter([f"eip155:{SEPOLIA}"], mnemonic=DEV_MNEMONIC, count=1)
     await adapter.start()
     request = adapter.prepare(
         f"eip155:{SEPOLIA}",

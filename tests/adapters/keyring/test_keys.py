@@ -32,11 +32,18 @@ def secrets_of(mnemonic: str, count: int) -> list[str]:
     return [mnemonic, *mnemonic.split()[:3], *(k.hex() for k in keys)]
 
 
-async def test_default_is_the_dev_mnemonic_on_the_hardhat_path() -> None:
-    adapter = KeyringAdapter(["eip155:1337"], count=2)
+async def test_dev_mnemonic_on_the_hardhat_path() -> None:
+    adapter = KeyringAdapter(["eip155:1337"], mnemonic=DEV_MNEMONIC, count=2)
     await adapter.start()
     assert adapter.accounts("eip155:1337") == (ACCOUNT_0, ACCOUNT_1)
     assert adapter.accounts("eip155:1") == ()
+
+
+def test_no_key_source_is_refused_rather_than_the_public_mnemonic() -> None:
+    with pytest.raises(ValueError, match="needs a mnemonic or a keystore_dir"):
+        KeyringAdapter(["eip155:1"])
+    with pytest.raises(ValueError, match="needs a mnemonic or a keystore_dir"):
+        KeyringAdapter.from_options(["eip155:1"], {"count": 3})
 
 
 async def test_mnemonic_and_count() -> None:
@@ -115,22 +122,28 @@ async def test_empty_keystore_directory(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_only_eip155_chains() -> None:
     with pytest.raises(ValueError, match="eip155"):
-        KeyringAdapter(["solana:mainnet"])
+        KeyringAdapter(["solana:mainnet"], mnemonic=DEV_MNEMONIC)
     with pytest.raises(ValueError, match="eip155"):
-        KeyringAdapter(["eip155:01"])
+        KeyringAdapter(["eip155:01"], mnemonic=DEV_MNEMONIC)
 
 
 async def test_from_options() -> None:
     adapter = KeyringAdapter.from_options(
         ["eip155:10"],
-        {"count": 1, "userop": {"bundler_url": "http://127.0.0.1:4337", "salt": 3}},
+        {
+            "mnemonic": DEV_MNEMONIC,
+            "count": 1,
+            "userop": {"bundler_url": "http://127.0.0.1:4337", "salt": 3},
+        },
     )
     await adapter.start()
     assert adapter.accounts("eip155:10") == (ACCOUNT_0,)
     with pytest.raises(ValueError, match="invalid keyring options"):
         KeyringAdapter.from_options(["eip155:10"], {"mnemonik": "typo"})
     with pytest.raises(ValueError, match=r"userop\.factory"):
-        KeyringAdapter.from_options(["eip155:10"], {"userop": {"factory": "0x1234"}})
+        KeyringAdapter.from_options(
+            ["eip155:10"], {"mnemonic": DEV_MNEMONIC, "userop": {"factory": "0x1234"}}
+        )
 
 
 def test_userop_config_checks() -> None:

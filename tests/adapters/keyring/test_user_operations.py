@@ -19,6 +19,7 @@ from eth_tester import EthereumTester
 
 from adapters.base import ChainReader
 from adapters.keyring import (
+    DEV_MNEMONIC,
     ENTRY_POINT_V06,
     SIMPLE_ACCOUNT_FACTORY_V06,
     KeyringAdapter,
@@ -43,7 +44,9 @@ PAYMASTER = "0x" + "99" * 20
 
 
 async def started(scope: str, **config: Any) -> KeyringAdapter:
-    adapter = KeyringAdapter([scope], count=3, userop=UserOpConfig(bundler_url=BUNDLER, **config))
+    adapter = KeyringAdapter(
+        [scope], mnemonic=DEV_MNEMONIC, count=3, userop=UserOpConfig(bundler_url=BUNDLER, **config)
+    )
     await adapter.start()
     return adapter
 

@@ -27,6 +27,7 @@ from broker.sessions import (
     parse_create_session,
 )
 from broker.sessions.grant import SupportLookup
+from broker.sessions.scopes import parse_scopes
 
 from .helpers import ADDRESS, ADDRESS_LOWER, DEV, NOW, OTHER_ADDRESS, SUPPORTED, scope
 
@@ -234,14 +235,28 @@ def test_the_wallet_scope_holds_no_accounts() -> None:
 def test_keep_narrows_the_granted_scopes() -> None:
     session = granted(
         {"optionalScopes": {"eip155:1337": DEV_SCOPE, "eip155:1": DEV_SCOPE}},
-        keep={"eip155:1", "eip155:42"},
+        keep=parse_scopes(
+            {"eip155:1": DEV_SCOPE, "eip155:42": DEV_SCOPE}, field="sessionScopes"
+        ),
     )
     assert list(session.scopes) == ["eip155:1"]
 
 
+def test_keep_narrows_methods_and_notifications_and_never_widens() -> None:
+    # personal_sign is served but was not requested: the operator cannot add it
+    requested = {"methods": ["eth_call", "eth_getLogs"], "notifications": ["eth_subscription"]}
+    limit = {"methods": ["eth_getLogs", "personal_sign"], "notifications": []}
+    session = granted(
+        {"optionalScopes": {"eip155:1337": requested}},
+        keep=parse_scopes({"eip155:1337": limit}, field="sessionScopes"),
+    )
+    assert session.scopes["eip155:1337"].methods == ("eth_getLogs",)
+    assert session.scopes["eip155:1337"].notifications == ()
+
+
 def test_keeping_nothing_is_a_rejection() -> None:
     with pytest.raises(UserRejected) as caught:
-        granted({"optionalScopes": {"eip155:1": DEV_SCOPE}}, keep=())
+        granted({"optionalScopes": {"eip155:1": DEV_SCOPE}}, keep={})
     assert caught.value.code == 4001
 
 

@@ -384,14 +384,19 @@ def test_scoped_properties_are_kept() -> None:
     assert request.scoped_properties["eip155:1"] == {"b": [2]}
 
 
-@pytest.mark.parametrize("value", [None, [], "x", 1, {}])
-def test_scoped_properties_must_be_a_non_empty_object(value: Any) -> None:
+@pytest.mark.parametrize("value", [None, [], "x", 1])
+def test_scoped_properties_must_be_an_object(value: Any) -> None:
     rejected(
         InvalidScopedProperties,
         {"optionalScopes": {"eip155:1": EVM}, "scopedProperties": value},
         5300,
-        "scopedProperties must be a non-empty object",
+        "scopedProperties must be an object",
     )
+
+
+def test_empty_scoped_properties_are_an_object_of_objects() -> None:
+    request = parse({"optionalScopes": {"eip155:1": EVM}, "scopedProperties": {}})
+    assert request.scoped_properties == {}
 
 
 @pytest.mark.parametrize("value", [None, [], "x", 1])
@@ -508,7 +513,7 @@ def test_scope_faults_are_reported_before_session_properties() -> None:
 def test_scoped_properties_are_reported_before_session_properties() -> None:
     rejected(
         InvalidScopedProperties,
-        {"optionalScopes": {"eip155:1": EVM}, "scopedProperties": {}, "sessionProperties": {}},
+        {"optionalScopes": {"eip155:1": EVM}, "scopedProperties": [], "sessionProperties": {}},
         5300,
     )
 
