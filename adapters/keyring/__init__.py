@@ -2,7 +2,7 @@
 
 ``personal_sign``, ``eth_signTransaction`` and ``eth_signTypedData_v4`` sign with the account's
 own key; the ERC-4337 methods build and sign user operations for a SimpleAccount (EntryPoint v0.6)
-owned by that key. See ``ACCOUNT_METHODS.md`` beside this file for one example per method.
+owned by that key. See ``docs/account-methods.md`` for one example per method.
 """
 
 from adapters.keyring._adapter import METHODS as METHODS
