@@ -41,11 +41,18 @@ settings that matter for a deployment:
   --admin-token / SCOPECAST_ADMIN_TOKEN  bearer token of POST /admin (required off loopback)
   --approval manual                   park every session and signature for the operator
   --config FILE                       networks (upstream nodes), accounts, limits: see README
+                                      "Limits" and "Upstream nodes (the `upstream` adapter)"
   --redis-url / REDIS_URL             share sessions and events between web processes
+  --role web                          one of several web processes: events come from a
+                                      `scopecast worker` through Redis; needs --redis-url and
+                                      upstream networks ([networks.*] upstreams) in --config
+  [server] stream_maxlen              entries kept per chain stream in Redis (default 100000):
+                                      how far behind a web process may fall and still catch up
+see README "Several processes (Redis)" for running several processes.
 """
 
 WORKER_HELP = """\
-settings that matter for a worker (see docs/scale-out.md):
+settings that matter for a worker (see README "Several processes (Redis)"):
   --redis-url / REDIS_URL   the Redis the web processes read (required)
   --config FILE             the web processes' file: every [networks.*] an upstream network
                             (upstreams = [{http = ..., ws = ...}])
@@ -141,9 +148,17 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chain_import_flags(args: argparse.Namespace) -> list[str]:
+    """The dev chain import flags given (``--genesis``, ``--chain-file``, ``--forkchoice``)."""
+    given = (("--genesis", args.genesis), ("--chain-file", args.chain_file))
+    return [flag for flag, value in (*given, ("--forkchoice", args.forkchoice)) if value]
+
+
 def _dev_network(args: argparse.Namespace) -> NetworkSpec:
     options: dict[str, object] = {"block_time": args.block_time or 0.0}
     chain = DEV_CHAIN
+    if args.genesis is None and _chain_import_flags(args):
+        raise ConfigError(f"{', '.join(_chain_import_flags(args))}: only with --genesis")
     if args.genesis is not None:
         genesis = json.loads(args.genesis.read_text())
         chain = f"eip155:{int(genesis['config']['chainId'])}"
@@ -208,7 +223,7 @@ def _accounts(
         raise ConfigError(f"[accounts]: {exc}") from None
 
 
-# -- Redis (docs/scale-out.md) ----------------------------------------------------------------------
+# -- Redis (README "Several processes (Redis)") -----------------------------------------------------
 
 
 def _redis_url(args: argparse.Namespace, config: Config) -> str | None:
@@ -262,6 +277,13 @@ class _RedisBackends:
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     """The broker the command line and the config file describe."""
     specs, default = network_specs(config)
+    if specs and _chain_import_flags(args):
+        # They describe the embedded dev chain, which the config's networks replace.
+        raise ConfigError(
+            f"{', '.join(_chain_import_flags(args))}: only for the embedded dev chain, and "
+            "--config has [networks.*]; set genesis, chain_file and forkchoice in the devchain "
+            "network's table instead"
+        )
     if not specs:
         specs = [_dev_network(args)]
     elif args.block_time is not None:

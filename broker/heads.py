@@ -3,10 +3,14 @@
 Adapters report blocks as they see them: sometimes with gaps (a reconnect, a slow poll), sometimes on
 another branch (a reorganisation). The tracker keeps a window of recent canonical blocks and connects
 each report to it by parent hash. When the parent is unknown it asks the caller for it
-(:class:`NeedParent`); the caller fetches it from the adapter and offers the longer segment again.
+(:class:`NeedParent`); the caller fetches it from the adapter and offers the longer segment again. A gap
+longer than one backfill batch is filled forwards instead, a batch at a time (:class:`NeedRange`), so
+the segment held in memory stays bounded however long the gap.
 Once connected, it emits, in order: the orphaned blocks' logs as removed (oldest first), then for each
-new block its head and its logs. Every height is emitted once; a reorganisation deeper than the window
-cannot be connected and is reported as such (the caller logs and counts it), never silently.
+new block its head and its logs. Every height is emitted once. What cannot be connected is reported
+(the caller logs and counts it), never silent: a reorganisation deeper than the window
+(:attr:`Advanced.deep_reorg`), and heights given up on (:attr:`Advanced.skipped`: a gap longer than
+``max_catch_up``, or blocks the adapter could not produce).
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ from adapters.base import ChainBlock
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 
 DEFAULT_WINDOW: Final = 128
+#: Blocks fetched per catch-up batch, and the longest segment walked back by parent hash.
 MAX_BACKFILL: Final = 1024
+#: The longest gap filled: past it the tracker jumps to the reported head (catching up further
+#: would hold back live heads for too long) and reports the heights it skipped.
+MAX_CATCH_UP: Final = 16 * MAX_BACKFILL
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,20 +39,40 @@ class NeedParent:
 
 
 @dataclass(frozen=True, slots=True)
+class NeedRange:
+    """Fetch the canonical blocks ``first``..``last`` (inclusive) by number and offer them, oldest
+    first; then offer the reported head again (the next batch, until the gap is closed)."""
+
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
 class Advanced:
-    """The segment connected: the events to publish, and how many blocks were orphaned."""
+    """The segment connected: the events to publish, how many blocks were orphaned, and the
+    heights that will never be emitted (empty unless the tracker had to give up on a gap)."""
 
     events: list[ChainEvent] = field(default_factory=list)
     reorg_depth: int = 0
     deep_reorg: bool = False
+    skipped: range = range(0)
 
 
 class HeadTracker:
     """Canonical chain state of one chain, fed with reported blocks."""
 
-    def __init__(self, chain: str, *, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self,
+        chain: str,
+        *,
+        window: int = DEFAULT_WINDOW,
+        backfill: int = MAX_BACKFILL,
+        max_catch_up: int = MAX_CATCH_UP,
+    ) -> None:
         self.chain = chain
         self.window = window
+        self.backfill = backfill
+        self.max_catch_up = max_catch_up
         self._blocks: deque[ChainBlock] = deque(maxlen=window)
         self._index: dict[str, int] = {}  # hash -> number, for blocks in the window
 
@@ -55,8 +83,13 @@ class HeadTracker:
     def knows(self, block_hash: str) -> bool:
         return block_hash in self._index
 
-    def offer(self, segment: list[ChainBlock]) -> NeedParent | Advanced:
-        """Offer blocks (oldest first, each the parent of the next) ending at a reported head."""
+    def offer(self, segment: list[ChainBlock]) -> NeedParent | NeedRange | Advanced:
+        """Offer blocks (oldest first, each the parent of the next) ending at a reported head.
+
+        A segment whose blocks stop linking up (a batch fetched by number while the chain
+        reorganised) is cut at the first break: the rest is asked for again.
+        """
+        segment = _linked_prefix(segment)
         if not segment:
             return Advanced()
         newest = segment[-1]
@@ -70,14 +103,33 @@ class HeadTracker:
             return self._extend(segment)
         if first.parent_hash in self._index:
             return self._reorg(segment)
-        oldest_known = self._blocks[0].number
-        too_far = first.number - 1 < oldest_known or len(segment) >= MAX_BACKFILL
-        if too_far:
-            orphaned = len([b for b in self._blocks if b.number >= first.number])
+        gap = range(head.number + 1, first.number)
+        if len(gap) > self.max_catch_up:
+            return self._jump(segment, gap)
+        if gap and newest.number - head.number > self.backfill:
+            return NeedRange(gap.start, min(gap.start + self.backfill, gap.stop) - 1)
+        if first.number - 1 < self._blocks[0].number or len(segment) > self.backfill + self.window:
+            # The fork point is older than the window: nothing left to connect to. The window's
+            # blocks from the segment's height on are orphaned (none of the segment is known):
+            # their logs are removed; those of older orphaned blocks are beyond reach.
+            orphaned = [b for b in self._blocks if b.number >= first.number]
             self._reset()
-            advanced = self._extend(segment)
-            return Advanced(advanced.events, orphaned, deep_reorg=True)
+            events: list[ChainEvent] = [
+                LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
+            ]
+            events.extend(self._extend(segment).events)
+            return Advanced(events, len(orphaned), deep_reorg=True)
         return NeedParent(first.parent_hash, first.number - 1)
+
+    def restart(self, block: ChainBlock) -> Advanced:
+        """Start again at ``block`` (the blocks to connect it could not be fetched)."""
+        head = self.head
+        gap = range(head.number + 1, block.number) if head is not None else range(0)
+        return self._jump([block], gap)
+
+    def _jump(self, segment: list[ChainBlock], skipped: range) -> Advanced:
+        self._reset()
+        return Advanced(self._extend(segment).events, skipped=skipped)
 
     def _extend(self, segment: list[ChainBlock]) -> Advanced:
         events: list[ChainEvent] = []
@@ -112,3 +164,10 @@ class HeadTracker:
     def _reset(self) -> None:
         self._blocks.clear()
         self._index.clear()
+
+
+def _linked_prefix(segment: list[ChainBlock]) -> list[ChainBlock]:
+    for i in range(1, len(segment)):
+        if segment[i].parent_hash != segment[i - 1].hash:
+            return segment[:i]
+    return segment

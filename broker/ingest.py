@@ -11,7 +11,7 @@ import trio
 
 from adapters.base import ChainAdapter, ChainBlock
 from broker.bus import EventBus
-from broker.heads import Advanced, HeadTracker, NeedParent
+from broker.heads import Advanced, HeadTracker, NeedParent, NeedRange
 from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -26,34 +26,53 @@ class ChainIngestion:
         self.bus = bus
         self.metrics = metrics
         self.tracker = HeadTracker(chain)
+        # The chain's counters exist from the start (at 0): an alert on them needs no absent().
+        metrics.reorgs.labels(chain)
+        metrics.skipped_heights.labels(chain)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Follow the adapter until cancelled."""
         await self.adapter.serve_ingestion(self.chain, self.on_block, task_status=task_status)
 
     async def on_block(self, block: ChainBlock) -> None:
-        """Connect a reported head (fetching missing parents) and publish what it changes."""
+        """Connect a reported head (fetching missing blocks) and publish what it changes.
+
+        A long gap is filled a batch at a time, each batch published as soon as it connects.
+        """
         segment = [block]
         while True:
             outcome = self.tracker.offer(segment)
             if isinstance(outcome, Advanced):
-                break
-            parent = await self._fetch_parent(outcome)
-            if parent is None:
-                # The adapter cannot produce the missing block (pruned, or a node switch): start over
-                # at this block rather than stall; say so loudly.
-                log.error(
-                    "%s: cannot fetch block %s (height %d) to connect head %d; restarting the window",
-                    self.chain,
-                    outcome.block_hash,
-                    outcome.number,
-                    block.number,
-                )
-                self.tracker = HeadTracker(self.chain, window=self.tracker.window)
-                segment = [block]
-                continue
-            segment.insert(0, parent)
-        if outcome.reorg_depth:
+                await self._publish(outcome, block)
+                if segment[-1] is block:
+                    return
+                if not outcome.events:  # a batch that connects nothing: the node contradicts itself
+                    missing = f"a consistent block {segment[0].number}"
+                    break
+                segment = [block]  # a catch-up batch connected: on to the reported head
+            elif isinstance(outcome, NeedRange):
+                segment = await self._fetch_range(outcome)
+                if not segment:
+                    missing = f"blocks {outcome.first}-{outcome.last}"
+                    break
+            else:
+                parent = await self._fetch_parent(outcome)
+                if parent is None:
+                    missing = f"block {outcome.block_hash} (height {outcome.number})"
+                    break
+                segment.insert(0, parent)
+        # The adapter cannot produce the missing blocks (pruned, or a node switch): start over at
+        # this block rather than stall; say so loudly (and count the heights skipped).
+        log.error(
+            "%s: cannot fetch %s to connect head %d; restarting the window at it",
+            self.chain,
+            missing,
+            block.number,
+        )
+        await self._publish(self.tracker.restart(block), block)
+
+    async def _publish(self, outcome: Advanced, block: ChainBlock) -> None:
+        if outcome.reorg_depth or outcome.deep_reorg:
             self.metrics.reorgs.labels(self.chain).inc()
             self.metrics.reorg_depth.labels(self.chain).observe(outcome.reorg_depth)
             level = logging.ERROR if outcome.deep_reorg else logging.INFO
@@ -67,8 +86,29 @@ class ChainIngestion:
                 else "",
                 block.number,
             )
+        if outcome.skipped:
+            self.metrics.skipped_heights.labels(self.chain).inc(len(outcome.skipped))
+            log.error(
+                "%s: heights %d-%d (%d blocks) skipped: their heads and logs are not delivered "
+                "(catching up to head %d)",
+                self.chain,
+                outcome.skipped[0],
+                outcome.skipped[-1],
+                len(outcome.skipped),
+                block.number,
+            )
         for event in outcome.events:
             await self.bus.publish(event)
 
     async def _fetch_parent(self, need: NeedParent) -> ChainBlock | None:
         return await self.adapter.fetch_block(self.chain, block_hash=need.block_hash)
+
+    async def _fetch_range(self, need: NeedRange) -> list[ChainBlock]:
+        """The blocks of a catch-up batch, up to the first the adapter cannot produce."""
+        batch: list[ChainBlock] = []
+        for number in range(need.first, need.last + 1):
+            block = await self.adapter.fetch_block(self.chain, number=number)
+            if block is None:
+                break
+            batch.append(block)
+        return batch

@@ -11,6 +11,16 @@ if TYPE_CHECKING:
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
+#: Blocks delivered without their logs because they had more than ``max_block_logs`` of them.
+#: Counted by the upstream adapter, which has no handle on a broker's :class:`Metrics`: one counter
+#: for the process, registered in every broker's registry.
+BLOCKS_WITHOUT_LOGS = Counter(
+    "scopecast_blocks_without_logs",
+    "Blocks delivered to subscribers without their logs (more than max_block_logs)",
+    ["network"],
+    registry=None,
+)
+
 
 class Metrics:
     """The counters and gauges scopecast exports at ``GET /metrics``."""
@@ -43,6 +53,13 @@ class Metrics:
             buckets=(1, 2, 3, 5, 8, 13, 21, 34, 64, 128),
             registry=r,
         )
+        self.skipped_heights = Counter(
+            "scopecast_skipped_heights",
+            "Block heights never delivered (a gap too long to fill, or blocks the node lacks)",
+            ["chain"],
+            registry=r,
+        )
+        r.register(BLOCKS_WITHOUT_LOGS)
         self.requests = Counter(
             "scopecast_requests", "JSON-RPC calls answered", ["method", "outcome"], registry=r
         )

@@ -19,7 +19,8 @@ from broker.errors import InvalidParams, MethodNotFound, ServerError
 from schemas import eth as schema
 
 from . import demo
-from .accounts import DEFAULT_ACCOUNTS, DEFAULT_MNEMONIC, DevAccount, derive_accounts
+from ._options import decode_options
+from .accounts import DevAccount, derive_accounts
 from .bootstrap import create_dev_chain
 from .chain import LocalChain
 from .formatting import data, quantity
@@ -64,19 +65,15 @@ class DevChainAdapter(ChainAdapter):
     name: ClassVar[str] = "devchain"
 
     def __init__(self, spec: NetworkSpec) -> None:
-        options = spec.options
+        options = decode_options(spec)
         self.spec = spec
-        self.block_time = float(options.get("block_time", 0))
-        if self.block_time < 0:
-            raise ValueError("block_time must not be negative")
+        self.block_time = options.block_time
         self.chain_id = chain_id_of(spec.chain)
-        self._mnemonic = str(options.get("mnemonic", DEFAULT_MNEMONIC))
-        self._account_count = int(options.get("accounts", DEFAULT_ACCOUNTS))
-        self._genesis = options.get("genesis")
-        self._chain_file = options.get("chain_file")
-        self._forkchoice = options.get("forkchoice")
-        if self._genesis is None and (self._chain_file or self._forkchoice):
-            raise ValueError("the chain_file and forkchoice options need a genesis")
+        self._mnemonic = options.mnemonic
+        self._account_count = options.accounts
+        self._genesis = options.genesis
+        self._chain_file = options.chain_file
+        self._forkchoice = options.forkchoice
         self._chain: LocalChain | None = None
         self._accounts: tuple[DevAccount, ...] = ()
         self._token: bytes | None = None

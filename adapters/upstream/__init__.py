@@ -1,6 +1,7 @@
 """The upstream chain adapter: node methods forwarded to JSON-RPC nodes, with failover, and their
 chain head followed for subscriptions. Configured per network (``[networks.<name>]`` with
-``upstreams = [...]``); every setting is described in ``docs/upstream.md``.
+``upstreams = [...]``); every setting is described in the README, "Upstream nodes (the
+``upstream`` adapter)".
 """
 
 from adapters.upstream._adapter import NoUsableUpstream as NoUsableUpstream

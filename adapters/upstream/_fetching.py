@@ -14,6 +14,7 @@ import msgspec
 
 from adapters.base import ChainBlock, LogRecord
 from broker.errors import LimitExceeded, RpcError, WireError
+from broker.metrics import BLOCKS_WITHOUT_LOGS
 
 from ._blocks import Header, log_records
 from ._forwarding import Forwarder
@@ -31,6 +32,7 @@ class BlockFetcher:
         self.network = network
         self.forwarder = forwarder
         self.max_block_logs = max_block_logs
+        BLOCKS_WITHOUT_LOGS.labels(network)  # exported at 0 from the start
 
     async def by_hash(self, block_hash: str, *, prefer: int | None = None) -> ChainBlock | None:
         """The block with ``block_hash`` (canonical or not), None if no upstream knows it."""
@@ -74,6 +76,7 @@ class BlockFetcher:
                 "eth_getLogs", params, prefer=prefer, max_results=self.max_block_logs
             )
         except LimitExceeded:
+            BLOCKS_WITHOUT_LOGS.labels(self.network).inc()
             log.error(
                 "%s: block %d (%s) has more than %d logs (max_block_logs); "
                 "its logs are not delivered to subscribers",

@@ -78,7 +78,8 @@ class Endpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
 
 
 class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """The settings of one upstream network (durations in seconds). See ``docs/upstream.md``."""
+    """The settings of one upstream network (durations in seconds): README "Upstream nodes (the
+    ``upstream`` adapter)"."""
 
     upstreams: tuple[Endpoint, ...]
     request_timeout: float = 10.0

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from broker import frames
+from broker.cli import build_broker, parser
+from broker.config import Config, ConfigError
 from tests.support.rawws import RawWebSocket
 
 SCOPECAST = str(Path(sys.executable).with_name("scopecast"))
@@ -60,5 +63,47 @@ async def test_refuses_to_bind_beyond_loopback_with_the_dev_key() -> None:
 
 async def test_help_names_the_deployment_settings() -> None:
     result = await trio.run_process([SCOPECAST, "serve", "--help"], capture_stdout=True)
-    for setting in (b"--api-key", b"--admin-token", b"--redis-url", b"--config", b"--approval"):
-        assert setting in result.stdout
+    help_text = result.stdout.decode()
+    for setting in ("--api-key", "--admin-token", "--redis-url", "--config", "--approval"):
+        assert setting in help_text
+    assert "--role {all,web}" in help_text
+    # the settings text says what --role web needs, and names the README sections to read
+    assert re.search(r"--role web\s.*needs --redis-url and\s+upstream networks", help_text, re.S)
+    assert "[server] stream_maxlen" in help_text
+    for section in ('"Limits"', '"Several processes (Redis)"', '"Upstream nodes (the `upstream`'):
+        assert section in help_text
+    worker = await trio.run_process([SCOPECAST, "worker", "--help"], capture_stdout=True)
+    assert b'README "Several processes (Redis)"' in worker.stdout
+    assert b"docs/" not in result.stdout + worker.stdout, "no page that does not exist"
+
+
+def test_chain_import_flags_with_configured_networks_are_an_error() -> None:
+    config = Config(networks={"local": {"chain": "eip155:1337", "adapter": "devchain"}})
+    for flags in (["--genesis", "g.json"], ["--chain-file", "c.rlp", "--forkchoice", "f.json"]):
+        args = parser().parse_args(["serve", "--port", "0", *flags])
+        with pytest.raises(ConfigError, match="only for the embedded dev chain") as caught:
+            build_broker(args, config)
+        assert flags[0] in str(caught.value)
+        assert "devchain network's table" in str(caught.value)
+
+
+def test_chain_file_without_genesis_is_an_error() -> None:
+    args = parser().parse_args(["serve", "--port", "0", "--chain-file", "c.rlp"])
+    with pytest.raises(ConfigError, match="--chain-file: only with --genesis"):
+        build_broker(args, Config())
+
+
+async def test_a_misspelt_devchain_option_stops_serve_naming_it(tmp_path: Path) -> None:
+    config = tmp_path / "scopecast.toml"
+    config.write_text('[networks.local]\nchain = "eip155:1337"\nblock_tme = 2\n')
+    with trio.fail_after(30):
+        result = await trio.run_process(
+            [SCOPECAST, "serve", "--port", "0", "--config", str(config)],
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode != 0
+    assert (
+        b"scopecast: networks.local (devchain adapter): Object contains unknown field `block_tme`"
+        in result.stderr
+    ), result.stderr

@@ -242,7 +242,7 @@ async def test_chain_file_must_fit_the_genesis(
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="need a genesis"):
+    with pytest.raises(ValueError, match="need a `genesis`"):
         DevChainAdapter(dev_spec(chain_file="chain.rlp"))
     with pytest.raises(ValueError, match="block_time"):
         DevChainAdapter(dev_spec(block_time=-1))

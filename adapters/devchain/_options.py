@@ -1,0 +1,43 @@
+"""The dev chain adapter's options: a ``[networks.<name>]`` table with ``adapter = "devchain"``,
+typed and checked (an unknown key such as ``block_tme`` is an error, not silently ignored)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from adapters.base import NetworkSpec
+from broker.config import ConfigError
+
+from .accounts import DEFAULT_ACCOUNTS, DEFAULT_MNEMONIC
+
+
+class DevChainOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The settings of one dev chain network (README "The embedded dev chain")."""
+
+    #: Seconds between mined blocks (with demo traffic); 0 mines on demand only.
+    block_time: float = 0.0
+    mnemonic: str = DEFAULT_MNEMONIC
+    #: How many accounts of the mnemonic are funded.
+    accounts: int = DEFAULT_ACCOUNTS
+    #: A geth genesis file to start from instead of the dev genesis.
+    genesis: str | None = None
+    #: RLP-encoded blocks to import after the genesis.
+    chain_file: str | None = None
+    #: A forkchoice request naming the head, safe and finalized blocks.
+    forkchoice: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.block_time < 0:
+            raise ValueError("`block_time` must not be negative")
+        if self.accounts < 0:
+            raise ValueError("`accounts` must not be negative")
+        if self.genesis is None and (self.chain_file is not None or self.forkchoice is not None):
+            raise ValueError("the `chain_file` and `forkchoice` options need a `genesis`")
+
+
+def decode_options(spec: NetworkSpec) -> DevChainOptions:
+    """The typed options of ``spec``; a :class:`ConfigError` naming the network otherwise."""
+    try:
+        return msgspec.convert(dict(spec.options), DevChainOptions)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"networks.{spec.name} (devchain adapter): {exc}") from exc
