@@ -226,7 +226,12 @@ class Broker:
     async def _handle(self, stream: trio.SocketStream) -> None:
         # One connection's failure must never reach the listener (it would stop the server).
         try:
-            takeover = await serve_http(stream, self.respond, body_limit=self.limits.http_body)
+            takeover = await serve_http(
+                stream,
+                self.respond,
+                body_limit=self.limits.http_body,
+                body_timeout=self.limits.http_body_timeout,
+            )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
         except Exception:
@@ -268,11 +273,12 @@ class Broker:
             return await self.admin(request)
         if request.method == b"OPTIONS":
             return HttpResponse(204)
+        # The key first: an unauthenticated caller must not learn which network names exist.
+        if not self.authenticate(target.api_key):
+            return json_error(401, Unauthenticated())
         network = self.networks.by_name(target.network)
         if network is None:
             return json_error(404, ServerError(f"unknown network {target.network!r}"))
-        if not self.authenticate(target.api_key):
-            return json_error(401, Unauthenticated())
         origin = (request.header(b"origin") or b"-").decode("latin-1")
         context = CallContext(network, target.api_key or "", origin)
         if target.endpoint is Endpoint.WEBSOCKET:

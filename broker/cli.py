@@ -309,6 +309,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     api_keys = [*args.api_key, *env_list("SCOPECAST_API_KEYS")] or server.api_keys
     limits = Limits(
         http_body=server.max_body_bytes,
+        http_body_timeout=server.body_timeout,
         ws_message=server.max_message_bytes,
         outbox=server.outbox_limit_bytes,
         max_inflight=server.max_inflight,

@@ -66,6 +66,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     stream_maxlen: int = 100_000
     # Limits (README "Limits"): bytes, seconds, counts.
     max_body_bytes: int = 5 * 1024 * 1024
+    body_timeout: float = 30.0
     max_message_bytes: int = 1024 * 1024
     outbox_limit_bytes: int = 4 * 1024 * 1024
     max_inflight: int = 64

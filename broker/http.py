@@ -1,7 +1,9 @@
 """HTTP/1.1 connections (h11): JSON-RPC over POST, health, metrics, admin, and the WebSocket upgrade.
 
 Keep-alive is supported; an idle connection is closed after ``IDLE_TIMEOUT``. A request body over the
-limit gets 413 before it is read; a ``Content-Type`` other than JSON gets 415, as geth answers.
+limit gets 413 before it is read; a body not received in full within its deadline gets 408; a
+``Content-Type`` other than JSON gets 415, as geth answers. Either of the first two closes the
+connection.
 """
 
 from __future__ import annotations
@@ -108,11 +110,34 @@ async def _send(stream: trio.SocketStream, conn: h11.Connection, response: HttpR
     await stream.send_all(data)
 
 
+async def _read_body(
+    stream: trio.SocketStream, conn: h11.Connection, body_limit: int
+) -> bytes | HttpResponse | None:
+    """The request body; or the error to answer (413); or None when the client went away."""
+    body = bytearray()
+    while True:
+        part = await _next_event(stream, conn)
+        if isinstance(part, h11.Data):
+            body += part.data
+            if len(body) > body_limit:
+                return json_error(
+                    413, InvalidRequest(f"request body larger than {body_limit} bytes")
+                )
+        elif isinstance(part, h11.EndOfMessage):
+            return bytes(body)
+        else:
+            return None
+
+
 async def serve_http(
-    stream: trio.SocketStream, respond: Responder, *, body_limit: int
+    stream: trio.SocketStream, respond: Responder, *, body_limit: int, body_timeout: float
 ) -> Takeover | None:
     """Serve one TCP connection until it closes, is idle too long, or upgrades to a WebSocket
-    (then the accepted upgrade is returned, to be run by the caller)."""
+    (then the accepted upgrade is returned, to be run by the caller).
+
+    ``body_timeout`` bounds the time from a request's head to the end of its body: the idle timeout
+    covers only the wait for a head, and a client trickling its body must not hold the connection.
+    """
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=HEADER_LIMIT)
     try:
         while True:
@@ -136,25 +161,19 @@ async def serve_http(
                     json_error(413, InvalidRequest(f"request body larger than {body_limit} bytes")),
                 )
                 return None
-            body = bytearray()
-            while True:
-                part = await _next_event(stream, conn)
-                if isinstance(part, h11.Data):
-                    body += part.data
-                    if len(body) > body_limit:
-                        await _send(
-                            stream,
-                            conn,
-                            json_error(
-                                413, InvalidRequest(f"request body larger than {body_limit} bytes")
-                            ),
-                        )
-                        return None
-                elif isinstance(part, h11.EndOfMessage):
-                    break
-                else:
-                    return None
-            request.body = bytes(body)
+            body: bytes | HttpResponse | None = None
+            with trio.move_on_after(body_timeout) as deadline:
+                body = await _read_body(stream, conn, body_limit)
+            if deadline.cancelled_caught:
+                body = json_error(
+                    408, InvalidRequest(f"request body not received within {body_timeout:g} s")
+                )
+            if isinstance(body, HttpResponse):
+                await _send(stream, conn, body)
+                return None
+            if body is None:
+                return None
+            request.body = body
             outcome = await respond(request)
             assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
             await _send(stream, conn, outcome)

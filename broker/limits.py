@@ -10,6 +10,9 @@ class Limits:
     """Per-connection and per-request bounds (README "Limits")."""
 
     http_body: int = 5 * 1024 * 1024
+    #: Seconds a client has to send a request body once its head arrived (as geth's 30 s read
+    #: timeout): a body trickled slower gets 408 and the connection is closed.
+    http_body_timeout: float = 30.0
     ws_message: int = 1024 * 1024
     outbox: int = 4 * 1024 * 1024
     max_inflight: int = 64

@@ -9,12 +9,13 @@ alternatives. A filter with more positions than the log has topics does not matc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from broker.errors import InvalidParams
+from schemas.eth import MAX_FILTER_CRITERIA
 
-MAX_CRITERIA: Final = 5000
+MAX_CRITERIA: Final = MAX_FILTER_CRITERIA
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _TOPIC = re.compile(r"^0x[0-9a-fA-F]{64}$")
 
@@ -25,6 +26,9 @@ class LogCriteria:
 
     addresses: frozenset[str] | None = None
     topics: tuple[frozenset[str] | None, ...] = ()
+    #: Addresses plus topic alternatives as the request gave them, duplicates included: what
+    #: SPEC §8 limits to 5,000 per request, counted as ``eth_getLogs`` counts it (geth's rule).
+    size: int = field(default=0, compare=False)
 
     def matches(self, address: str, topics: tuple[str, ...]) -> bool:
         """Whether a log (lowercase address and topics) passes this filter."""
@@ -36,11 +40,6 @@ class LogCriteria:
             if wanted is not None and topic not in wanted:
                 return False
         return True
-
-    @property
-    def size(self) -> int:
-        """Addresses plus topic alternatives: what SPEC §8 limits to 5,000 per request."""
-        return len(self.addresses or ()) + sum(len(t) for t in self.topics if t is not None)
 
 
 def _address(value: Any, where: str) -> str:
@@ -60,11 +59,14 @@ def parse_criteria(obj: Any, *, where: str = "invalid argument 0") -> LogCriteri
     if not isinstance(obj, dict):
         raise InvalidParams(f"{where}: filter must be an object")
     addresses: frozenset[str] | None = None
+    given = 0  # duplicates count: a filter's matching dedupes, the limit does not
     raw_address = obj.get("address")
     if isinstance(raw_address, list):
         addresses = frozenset(_address(a, where) for a in raw_address) if raw_address else None
+        given += len(raw_address)
     elif raw_address is not None:
         addresses = frozenset({_address(raw_address, where)})
+        given += 1
     raw_topics = obj.get("topics")
     positions: list[frozenset[str] | None] = []
     if raw_topics is not None:
@@ -80,9 +82,11 @@ def parse_criteria(obj: Any, *, where: str = "invalid argument 0") -> LogCriteri
                 # An empty list or a list holding null matches anything at that position (geth).
                 wildcard = not position or any(t is None for t in position)
                 positions.append(None if wildcard else frozenset(alternatives))
+                given += 0 if wildcard else len(alternatives)
             else:
                 positions.append(frozenset({_topic(position, where)}))
-    criteria = LogCriteria(addresses, tuple(positions))
+                given += 1
+    criteria = LogCriteria(addresses, tuple(positions), given)
     if criteria.size > MAX_CRITERIA:
         raise InvalidParams(f"{where}: too many addresses and topics (at most {MAX_CRITERIA})")
     return criteria

@@ -3,8 +3,10 @@
 Fan-out calls :meth:`Outbox.send` for thousands of connections per event, so it never awaits and
 never wakes a task when the socket can take the bytes at once (the common case). Only when the
 kernel buffer is full are the unsent frames kept, and a flusher task is started that waits for the
-socket to become writable and writes the backlog with one ``writev``. Past ``limit`` unsent bytes the
-peer is a slow consumer: the queued frames are dropped (a frame already half-written is finished so
+socket to become writable and writes the backlog with one ``writev``. A frame is queued while the
+bytes already waiting are within ``limit``, so one frame larger than the limit (a full 10,000-log
+``eth_getLogs`` reply is about 5 MB) still goes out whole; a frame that finds more than ``limit``
+bytes waiting means the peer is a slow consumer: the queued frames are dropped (a frame already half-written is finished so
 the stream stays well-formed), a final frame (the close frame) is queued in their place, and
 ``on_overflow`` is called so that the connection can end itself. Messages are never silently skipped:
 after an overflow nothing more is accepted.
@@ -91,13 +93,13 @@ class Outbox:
                 return True
             self._head_offset = written
             self._backlog_size = -written
+        elif self._backlog_size > self.limit:
+            self._overflow()
+            return False
         if self._backlog is None:
             self._backlog = deque()
         self._backlog.append(frame)
         self._backlog_size += len(frame)
-        if self._backlog_size > self.limit:
-            self._overflow()
-            return False
         self._ensure_flusher()
         return True
 

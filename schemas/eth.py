@@ -210,6 +210,10 @@ BlockRef: TypeAlias = BlockNumber | BlockHashRef
 """What ``BlockNumberOrHash`` params decode to."""
 
 
+MAX_FILTER_CRITERIA: Final = 5_000
+"""SPEC §8: addresses plus topics in one log filter."""
+
+
 class LogFilter(msgspec.Struct, frozen=True, kw_only=True):
     """A decoded ``eth_getLogs`` filter (§2.5); hex strings are lowercase, ``None`` = wildcard."""
 
@@ -220,7 +224,8 @@ class LogFilter(msgspec.Struct, frozen=True, kw_only=True):
     topics: tuple[tuple[str, ...] | None, ...] = ()
 
     def criteria_count(self) -> int:
-        """How many addresses and topics the filter names (the 5,000 limit counts these)."""
+        """How many addresses and topics the filter names, as given (duplicates count, as in
+        geth's ``len(crit.Addresses)``): what ``MAX_FILTER_CRITERIA`` limits."""
         return len(self.addresses) + sum(len(t) for t in self.topics if t)
 
 

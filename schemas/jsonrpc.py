@@ -82,9 +82,22 @@ def _decode_item(data: bytes | Raw) -> Item:
     return Call(env.method, params, raw_id)
 
 
+def _first_call_id(elements: list[Raw]) -> bytes:
+    """The id of a batch's first call (a request with an id), as geth reports a batch too large."""
+    for element in elements:
+        item = _decode_item(element)
+        if isinstance(item, Call) and item.id is not None:
+            return item.id
+    return NULL_ID
+
+
 def decode_message(data: bytes) -> Message:
     """Decode one frame or body. Raises :class:`ParseError` when it is not JSON at all, and
-    :class:`InvalidRequest` for an empty or oversized batch (answered with a single error)."""
+    :class:`InvalidRequest` for an empty batch (answered with a single error object).
+
+    A batch over ``MAX_BATCH`` decodes to a batch of one :class:`BadCall` carrying the id of its
+    first call, so that it is answered as geth answers it: a one-element array.
+    """
     start = data.lstrip()[:1]
     if start == b"[":
         try:
@@ -94,7 +107,9 @@ def decode_message(data: bytes) -> Message:
         if not elements:
             raise InvalidRequest("empty batch")
         if len(elements) > MAX_BATCH:
-            raise InvalidRequest("batch too large")
+            return Message(
+                [BadCall(InvalidRequest("batch too large"), _first_call_id(elements))], batch=True
+            )
         return Message([_decode_item(e) for e in elements], batch=True)
     try:
         return Message([_decode_item(data)], batch=False)

@@ -31,14 +31,14 @@ from schemas import eth as schema
 
 from .chain import CallRequest, GasEstimateFailed, LocalChain, NotCanonical
 from .formatting import blob_base_fee, data, format_transaction, quantity
-from .log_index import BlockLogs, LogMatcher, QueryTimeout, TooManyResults, scan
+from .log_index import MAX_SECONDS, BlockLogs, LogMatcher, QueryTimeout, TooManyResults, scan
 from .params import argument, optional_argument, positional
 from .records import BlockRecord, json_array
 from .txpool import TxPool
 
 Handler = Callable[[msgspec.Raw], Awaitable[Any]]
 
-MAX_FILTER_CRITERIA: Final = 5_000
+MAX_FILTER_CRITERIA: Final = schema.MAX_FILTER_CRITERIA
 INLINE_SCAN_LOGS: Final = 2_000  # larger scans go to a worker thread
 PRIORITY_FEE: Final = 10**9
 MAX_FEE_HISTORY: Final = 1024
@@ -156,11 +156,18 @@ READ_METHODS: Final[dict[str, str]] = {
 
 
 class ReadMethods:
-    """Handlers of the read-only node methods over one :class:`LocalChain`."""
+    """Handlers of the read-only node methods over one :class:`LocalChain`.
 
-    def __init__(self, chain: LocalChain, pool: TxPool) -> None:
+    ``log_query_seconds`` is the time one ``eth_getLogs`` scan may take (SPEC §8: 10 seconds)
+    before it fails with -32005 ``query timeout exceeded``.
+    """
+
+    def __init__(
+        self, chain: LocalChain, pool: TxPool, *, log_query_seconds: float = MAX_SECONDS
+    ) -> None:
         self.chain = chain
         self.pool = pool
+        self.log_query_seconds = log_query_seconds
 
     def table(self) -> dict[str, Handler]:
         """The handlers by RPC method name."""
@@ -355,20 +362,22 @@ class ReadMethods:
             return json_array(self._scan_inline(index.blocks(first, last), matcher))
         blocks = index.blocks(first, last)
         try:
-            found = await trio.to_thread.run_sync(scan, blocks, matcher)
+            found = await trio.to_thread.run_sync(self._scan, blocks, matcher)
         except TooManyResults:
             raise LimitExceeded("query returned more than 10000 results") from None
         except QueryTimeout:
             raise LimitExceeded("query timeout exceeded") from None
         return json_array(found)
 
-    @staticmethod
-    def _scan_inline(blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
+    def _scan(self, blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
+        return scan(blocks, matcher, timeout=self.log_query_seconds)
+
+    def _scan_inline(self, blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
         try:
-            return scan(blocks, matcher)
+            return self._scan(blocks, matcher)
         except TooManyResults:
             raise LimitExceeded("query returned more than 10000 results") from None
-        except QueryTimeout:  # pragma: no cover - inline scans are small
+        except QueryTimeout:
             raise LimitExceeded("query timeout exceeded") from None
 
     # ----------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Every bundled adapter passes the shared checks of adapters.conformance."""
 
+import pytest
 import trio
 
 from adapters.base import NetworkSpec
@@ -7,6 +8,9 @@ from adapters.conformance import check_account_adapter, check_chain_adapter
 from adapters.devchain import DevChainAdapter
 from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
 from adapters.registry import available, load
+from adapters.upstream import UpstreamAdapter
+from tests.adapters.upstream.e2e import DEV_CHAIN, FAST, upstream_entry
+from tests.support.processes import start_scopecast
 
 
 def test_bundled_adapters_are_entry_points() -> None:
@@ -23,6 +27,25 @@ async def test_devchain_passes_the_chain_adapter_checks() -> None:
             await check_chain_adapter(adapter)
         finally:
             await adapter.aclose()
+
+
+@pytest.mark.slow
+async def test_upstream_passes_the_chain_adapter_checks() -> None:
+    # The upstream is a real node: a dev chain served by its own `scopecast serve` process.
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            node = await start_scopecast(nursery, "--block-time", "0")
+            await node.result("evm_mine")  # a head above genesis, with a parent to link to
+            spec = NetworkSpec(
+                "main", DEV_CHAIN, "upstream", {"upstreams": [upstream_entry(node)], **FAST}
+            )
+            adapter = UpstreamAdapter(spec)
+            await adapter.start()
+            try:
+                await check_chain_adapter(adapter)
+            finally:
+                await adapter.aclose()
+                nursery.cancel_scope.cancel()
 
 
 async def test_keyring_passes_the_account_adapter_checks() -> None:

@@ -28,10 +28,12 @@ async def read_exactly(sock: trio.socket.SocketType, size: int) -> bytes:
     return data
 
 
-async def read_frames(sock: trio.socket.SocketType) -> list[tuple[int, bytes]]:
-    """Parse server frames until a close frame (or the end of the stream)."""
-    found = []
-    while True:
+async def read_frames(
+    sock: trio.socket.SocketType, count: int | None = None
+) -> list[tuple[int, bytes]]:
+    """Parse server frames until a close frame, the end of the stream, or ``count`` frames."""
+    found: list[tuple[int, bytes]] = []
+    while count is None or len(found) < count:
         head = await sock.recv(2)
         if not head:
             return found
@@ -45,6 +47,7 @@ async def read_frames(sock: trio.socket.SocketType) -> list[tuple[int, bytes]]:
         found.append((opcode, await read_exactly(sock, length)))
         if opcode == frames.OP_CLOSE:
             return found
+    return found
 
 
 async def test_frames_arrive_whole_and_in_order_through_backpressure() -> None:
@@ -104,3 +107,37 @@ async def test_a_broken_peer_stops_the_outbox() -> None:
             await trio.testing.wait_all_tasks_blocked()
             assert outbox.broken
             assert not outbox.send(frames.text_frame(b"z"))
+
+
+async def test_one_frame_larger_than_the_limit_is_delivered_whole() -> None:
+    # A full eth_getLogs reply (10,000 logs, about 5 MB) is larger than the 4 MiB limit: the limit
+    # bounds what is already waiting, not the size of one message.
+    server, client = small_pair()
+    big = b"L" * 200_000
+    with server, client:
+        async with trio.open_nursery() as nursery:
+            outbox = Outbox(
+                server, nursery, limit=20_000, overflow_frame=frames.SLOW_CONSUMER_CLOSE
+            )
+            assert outbox.send(frames.text_frame(big))
+            assert not outbox.overflowed
+            # a peer that has not read it yet is a slow consumer for the next message
+            assert not outbox.send(frames.text_frame(b"next"))
+            assert outbox.overflowed
+            received = await read_frames(client)
+    assert received[0] == (frames.OP_TEXT, big)
+    assert received[-1][0] == frames.OP_CLOSE
+
+
+async def test_a_reader_that_keeps_up_gets_large_frames_back_to_back() -> None:
+    server, client = small_pair()
+    big = b"M" * 100_000
+    with server, client:
+        async with trio.open_nursery() as nursery:
+            outbox = Outbox(server, nursery, limit=20_000)
+            for _ in range(3):
+                assert outbox.send(frames.text_frame(big))
+                opcode, payload = (await read_frames(client, 1))[0]
+                assert (opcode, payload) == (frames.OP_TEXT, big)
+                await outbox.drain()
+            assert not outbox.overflowed

@@ -88,12 +88,56 @@ def test_empty_and_oversized_batches_are_rejected_whole() -> None:
     with pytest.raises(InvalidRequest, match="empty batch"):
         decode_message(b"[]")
     big = b"[" + b",".join([b'{"jsonrpc":"2.0","id":1,"method":"a"}'] * (MAX_BATCH + 1)) + b"]"
-    with pytest.raises(InvalidRequest, match="batch too large"):
-        decode_message(big)
+    too_large = decode_message(big)
+    assert too_large.batch
+    (item,) = too_large.items
+    assert isinstance(item, BadCall)
+    assert isinstance(item.error, InvalidRequest)
+    assert item.error.message == "batch too large"
     assert (
         len(decode_message(big.replace(b',{"jsonrpc":"2.0","id":1,"method":"a"}]', b"]", 1)).items)
         == MAX_BATCH
     )
+
+
+def batch_of(*first: bytes) -> bytes:
+    """``first``, then calls with id 99 up to one more than ``MAX_BATCH`` elements."""
+    rest = [b'{"jsonrpc":"2.0","id":99,"method":"a"}'] * (MAX_BATCH + 1 - len(first))
+    return b"[" + b",".join([*first, *rest]) + b"]"
+
+
+@pytest.mark.parametrize(
+    ("first", "raw_id"),
+    [
+        ((b'{"jsonrpc":"2.0","id":"x7","method":"a"}',), b'"x7"'),
+        ((b'{"jsonrpc":"2.0","id":null,"method":"a"}',), b"null"),
+        # geth's "first call": notifications, non-requests and a wrong version are skipped
+        (
+            (
+                b'{"jsonrpc":"2.0","method":"note"}',
+                b"5",
+                b'{"jsonrpc":"1.0","id":3,"method":"a"}',
+                b'{"jsonrpc":"2.0","id":{},"method":"a"}',
+                b'{"jsonrpc":"2.0","id":4}',
+                b'{"jsonrpc":"2.0","id":12.5,"method":"a"}',
+            ),
+            b"12.5",
+        ),
+    ],
+)
+def test_a_batch_too_large_is_one_error_with_its_first_call_id(
+    first: tuple[bytes, ...], raw_id: bytes
+) -> None:
+    (item,) = decode_message(batch_of(*first)).items
+    assert isinstance(item, BadCall)
+    assert item.id == raw_id
+
+
+def test_a_batch_too_large_without_calls_has_a_null_id() -> None:
+    notes = b"[" + b",".join([b'{"jsonrpc":"2.0","method":"n"}'] * (MAX_BATCH + 1)) + b"]"
+    (item,) = decode_message(notes).items
+    assert isinstance(item, BadCall)
+    assert item.id == b"null"
 
 
 def test_encoded_replies_are_valid_json_rpc() -> None:

@@ -1,0 +1,154 @@
+"""HTTP edges over real sockets: a request body has a deadline, and the API key is checked before
+anything about networks is told."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+import trio
+
+from adapters.base import NetworkSpec
+from broker.app import Broker
+from broker.cli import build_network
+from broker.limits import Limits
+from broker.networks import Networks
+from tests.support.inprocess import RunningBroker, running_broker
+from tests.support.rawws import RawWebSocket
+
+BODY_TIMEOUT = 0.2
+
+
+@asynccontextmanager
+async def serving(limits: Limits) -> AsyncIterator[int]:
+    """A broker on the dev chain with ``limits``, served on 127.0.0.1; yields its port."""
+    spec = NetworkSpec("dev", "eip155:1337", "devchain", {"block_time": 0})
+    broker = Broker(Networks([build_network(spec)]), limits=limits)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(broker.serve, "127.0.0.1", 0)
+        try:
+            yield port
+        finally:
+            broker.shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def read_until_closed(sock: trio.socket.SocketType) -> bytes:
+    reply = b""
+    while data := await sock.recv(65536):
+        reply += data
+    return reply
+
+
+def head(length: int) -> bytes:
+    return (
+        "POST /v3/dev HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -> None:
+    with trio.fail_after(60):
+        async with serving(Limits(http_body_timeout=BODY_TIMEOUT)) as port:
+            for sent in (b"", b'{"jsonrpc":'):
+                sock = trio.socket.socket()
+                with sock:
+                    await sock.connect(("127.0.0.1", port))
+                    await sock.send(head(100) + sent)
+                    with trio.fail_after(10):  # a hang here is the bug
+                        reply = await read_until_closed(sock)
+                    status, _, rest = reply.partition(b"\r\n")
+                    assert status == b"HTTP/1.1 408 ", reply
+                    assert b"connection: close" in rest.lower()
+                    assert b'"code":-32600' in rest
+            async with httpx.AsyncClient() as client:
+                ok = await client.post(
+                    f"http://127.0.0.1:{port}/v3/dev",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"},
+                )
+                assert ok.json()["result"] == "0x539"
+
+
+async def test_a_trickled_body_is_cut_off_at_the_deadline() -> None:
+    # Every byte arrives well within the deadline: only a deadline on the whole body ends this.
+    with trio.fail_after(60):
+        async with serving(Limits(http_body_timeout=BODY_TIMEOUT)) as port:
+            sock = trio.socket.socket()
+            with sock:
+                await sock.connect(("127.0.0.1", port))
+                await sock.send(head(1_000_000))
+
+                async def trickle() -> None:
+                    try:
+                        while True:
+                            await sock.send(b" ")
+                            await trio.sleep(BODY_TIMEOUT / 10)
+                    except OSError:
+                        pass  # the server closed the connection
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(trickle)
+                    with trio.fail_after(10):
+                        reply = await read_until_closed(sock)
+                    nursery.cancel_scope.cancel()
+                assert reply.startswith(b"HTTP/1.1 408 "), reply
+
+
+async def test_the_default_body_deadline_lets_a_whole_body_through() -> None:
+    assert Limits().http_body_timeout == 30.0
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node:
+            sock = trio.socket.socket()
+            with sock:
+                await sock.connect(("127.0.0.1", node.port))
+                body = b'{"jsonrpc":"2.0","id":7,"method":"eth_chainId"}'
+                await sock.send(head(len(body)) + body[:10])
+                await sock.send(body[10:])
+                reply = b""
+                while not reply.endswith(b"}"):
+                    reply += await sock.recv(65536)
+                assert reply.startswith(b"HTTP/1.1 200 ")
+                assert reply.endswith(b'{"jsonrpc":"2.0","id":7,"result":"0x539"}')
+
+
+# --------------------------------------------------------------------------------------------------
+# The API key comes before the network
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningBroker]:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as running:
+            yield running
+
+
+async def test_an_unknown_key_gets_401_whatever_the_network(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        async with httpx.AsyncClient() as client:
+            for path in ("/no-such-net/v3/wrong", "/no-such-net/v3", "/v3/wrong", "/dev/v3/wrong"):
+                reply = await client.post(f"{node.base}{path}", json={})
+                assert reply.status_code == 401, path
+                assert reply.json()["error"]["code"] == -32001
+                assert b"no-such-net" not in reply.content
+            known = await client.post(f"{node.base}/no-such-net/v3/dev", json={})
+            assert known.status_code == 404
+            assert known.json()["error"]["message"] == "unknown network 'no-such-net'"
+            named = await client.post(
+                node.http_url(network="dev"),
+                json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"},
+            )
+            assert named.json()["result"] == "0x539"
+
+
+async def test_an_unknown_key_gets_401_on_the_websocket_upgrade_too(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        for path in ("/no-such-net/ws/v3/wrong", "/no-such-net/ws/v3"):
+            with pytest.raises(ConnectionError, match="401") as refused:
+                await RawWebSocket.connect(node.port, path)
+            assert "no-such-net" not in str(refused.value)
+        with pytest.raises(ConnectionError, match="404"):
+            await RawWebSocket.connect(node.port, "/no-such-net/ws/v3/dev")
+        ws = await RawWebSocket.connect(node.port, "/dev/ws/v3/dev")
+        await ws.call({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"})
+        assert await ws.message() == {"jsonrpc": "2.0", "id": 1, "result": "0x539"}
+        ws.close()
