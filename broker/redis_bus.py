@@ -6,7 +6,9 @@ stream (``<prefix>:changes``). A reader that loses its connection resumes from i
 subscribers see neither a gap nor a repeat (as long as the stream's approximate ``MAXLEN`` keeps the
 entries it missed). Appends go through one Lua script that also fences out a worker that lost its
 lease (see :mod:`broker.worker`) and refuses to repeat the event it appended last, which makes a
-retried append idempotent. Readers drop repeats of delivered events as a last safety net.
+retried append idempotent. The script also records which entry completed the published head, so a
+new leader can read what its predecessor appended after it (:meth:`RedisEventBus.unfinished`) and
+not append it again. Readers drop repeats of delivered events as a last safety net.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import coredis
 import msgspec
 import trio
 from coredis.exceptions import RedisError
+from coredis.response.types import StreamEntry
 
 from adapters.base import ChainBlock
 from broker.bus import EventBus, EventHandler
@@ -195,16 +198,19 @@ _decode_event = msgspec.msgpack.Decoder(_WireEvent).decode
 _decode_head = msgspec.msgpack.Decoder(PublishedHead).decode
 _decode_change = msgspec.msgpack.Decoder(SessionChange).decode
 
-# KEYS: stream, last appended event, published head, lease, entry counter.
+# KEYS: stream, last appended event, published head, lease, entry counter, published head's entry.
 # ARGV: entry, event key, maxlen, published head ('' = unchanged), lease token ('' = unfenced).
 # Each entry carries its number ('n') so that a reader notices entries trimmed before it read them.
 _APPEND = """
 if ARGV[5] ~= '' and redis.call('GET', KEYS[4]) ~= ARGV[5] then return -1 end
 if redis.call('GET', KEYS[2]) == ARGV[2] then return 0 end
 local n = redis.call('INCR', KEYS[5])
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[1], 'n', n)
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[1], 'n', n)
 redis.call('SET', KEYS[2], ARGV[2])
-if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4]) end
+if ARGV[4] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[4])
+  redis.call('SET', KEYS[6], id)
+end
 return 1
 """
 
@@ -214,6 +220,14 @@ def event_key(event: ChainEvent) -> bytes:
     if isinstance(event, HeadEvent):
         return b"h" + event.block.hash.encode()
     return (b"r" if event.removed else b"l") + event.block.hash.encode()
+
+
+def decode_stream_event(chain: str, fields: Mapping[bytes, bytes]) -> ChainEvent:
+    """The event a stream entry of ``chain`` carries."""
+    wire = _decode_event(fields[b"e"])
+    if wire.logs:
+        return LogsEvent(chain, wire.block, wire.removed)
+    return HeadEvent(chain, wire.block)
 
 
 def _completes(event: ChainEvent) -> ChainBlock | None:
@@ -267,6 +281,7 @@ class ChainKeys:
     head: str
     lease: str
     count: str
+    head_entry: str
 
 
 class RedisEventBus(EventBus):
@@ -290,7 +305,9 @@ class RedisEventBus(EventBus):
         def key(kind: str) -> str:
             return f"{self.prefix}:{kind}:{{{chain}}}"
 
-        return ChainKeys(key("events"), key("last"), key("head"), key("lease"), key("count"))
+        return ChainKeys(
+            key("events"), key("last"), key("head"), key("lease"), key("count"), key("head-entry")
+        )
 
     async def publish(self, event: ChainEvent) -> None:
         await self.append(event)
@@ -312,7 +329,7 @@ class RedisEventBus(EventBus):
             else _encode(PublishedHead(done.number, done.hash, done.parent_hash))
         )
         outcome: object = await self._append(
-            [keys.events, keys.last, keys.head, keys.lease, keys.count],
+            [keys.events, keys.last, keys.head, keys.lease, keys.count, keys.head_entry],
             [_encode(wire), event_key(event), self.maxlen, head, lease_token or ""],
         )
         if outcome == -1:
@@ -323,6 +340,36 @@ class RedisEventBus(EventBus):
         """The newest block of ``chain`` whose events were all appended (None: none yet)."""
         data = await self.client.get(self.keys(chain).head)
         return None if data is None else _decode_head(data)
+
+    async def unfinished(self, chain: str) -> list[ChainEvent]:
+        """The events appended after the published head: a batch whose leader did not finish it.
+
+        Empty when the stream predates the record of the published head's entry.
+        """
+        keys = self.keys(chain)
+
+        def events_of(entries: tuple[StreamEntry, ...]) -> list[ChainEvent]:
+            return [
+                decode_stream_event(
+                    chain, {_bytes(k): _bytes(v) for k, v in e.field_values.items()}
+                )
+                for e in entries
+            ]
+
+        entry = await self.client.get(keys.head_entry)
+        if entry is None:
+            if await self.client.exists([keys.head]):
+                return []
+            # No block was ever completed: what the stream holds (its newest entries) is unfinished.
+            return events_of(await self.client.xrevrange(keys.events, count=READ_COUNT))[::-1]
+        events: list[ChainEvent] = []
+        start = b"(" + entry
+        while True:
+            entries = await self.client.xrange(keys.events, start, b"+", count=READ_COUNT)
+            events.extend(events_of(entries))
+            if len(entries) < READ_COUNT:
+                return events
+            start = b"(" + _bytes(entries[-1].identifier)
 
     async def serve_reader(
         self,
@@ -349,16 +396,11 @@ class RedisEventBus(EventBus):
             elif previous is not None and number <= previous:
                 log.warning("%s: the stream's entry count restarted (Redis lost its data?)", chain)
             numbers[chain] = number
-            wire = _decode_event(fields[b"e"])
-            event: ChainEvent = (
-                LogsEvent(chain, wire.block, wire.removed)
-                if wire.logs
-                else HeadEvent(chain, wire.block)
-            )
+            event = decode_stream_event(chain, fields)
             if dedupers[chain].admit(event):
                 handler(event)
             else:
-                log.info("%s: dropped a repeated event for block %s", chain, wire.block.hash)
+                log.info("%s: dropped a repeated event for block %s", chain, event.block.hash)
 
         task_status.started()
         await follow_streams(self.client, positions, deliver, block_ms=self.block_ms)

@@ -33,6 +33,7 @@ from broker.sessions import (
     ChainSupport,
     Identity,
     MemorySessionStore,
+    ScopeUpdate,
     Session,
     SessionStore,
     apply_support,
@@ -112,6 +113,8 @@ class SessionService:
         # that reconnects and then only listens must still hear when its session expires.
         self._unlooked: set[Identity] = set()
         self._looking: set[Identity] = set()
+        # Read at every scrape, so it is never behind (the expiry check is seconds apart).
+        broker.metrics.sessions.set_function(self._connected_sessions)
         register = broker.dispatcher.register
         register("wallet_createSession", self._create)
         register("wallet_getSession", self._get)
@@ -136,6 +139,11 @@ class SessionService:
     def _held(self, chain: str) -> Sequence[str]:
         adapter = self._networks.accounts_for(chain)
         return adapter.accounts(chain) if adapter is not None else ()
+
+    def _connected_sessions(self) -> float:
+        """The sessions of the dapps connected to this process (its ``scopecast_sessions``)."""
+        connections = self._connections
+        return sum(1 for identity in self._expiries if identity in connections)
 
     def _track(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
@@ -187,8 +195,7 @@ class SessionService:
                 max_expiry=self.max_expiry,
                 keep=decision.keep,
             )
-            previous = await self.store.get(identity)
-            await self.store.put(session)
+            previous = await self.store.modify(identity, lambda current: (session, current))
         except RpcError:
             raise
         except Exception as exc:
@@ -219,12 +226,13 @@ class SessionService:
         self, identity: Identity, scopes: list[str] | None, ctx: CallContext | None = None
     ) -> bool:
         """Revoke some or all scopes of an identity's session; whether anything changed."""
+
+        def revoked(current: Session | None) -> tuple[Session | None, ScopeUpdate]:
+            update = revoke_scopes(current, scopes)
+            return update.session, update
+
         try:
-            update = revoke_scopes(await self.store.get(identity), scopes)
-            if update.session is None:
-                await self.store.delete(identity)
-            else:
-                await self.store.put(update.session)
+            update = await self.store.modify(identity, revoked)
         except RpcError:
             raise
         except Exception as exc:
@@ -236,14 +244,14 @@ class SessionService:
 
     async def update(self, identity: Identity, scopes: Any) -> Session | None:
         """The operator's replacement of an identity's scopes (validated like a request)."""
-        session = await self.store.get(identity)
-        if session is None:
-            raise InvalidParams("no session for that apiKey and origin")
-        update = update_scopes(session, scopes, supported=self.supported)
-        if update.session is None:
-            await self.store.delete(identity)
-        else:
-            await self.store.put(update.session)
+
+        def updated(current: Session | None) -> tuple[Session | None, ScopeUpdate]:
+            if current is None:
+                raise InvalidParams("no session for that apiKey and origin")
+            update = update_scopes(current, scopes, supported=self.supported)
+            return update.session, update
+
+        update = await self.store.modify(identity, updated)
         if update.changed:
             await self._announce(identity, update.session, None)
         return update.session
@@ -378,25 +386,41 @@ class SessionService:
 
     async def _end_expired(self) -> None:
         now = _now()
+
+        def ended(current: Session | None) -> tuple[Session | None, Session | None]:
+            # Deleted only if still expired: another process may have replaced it meanwhile.
+            if current is not None and not is_expired(current, now):
+                return current, current
+            return None, current
+
         for identity, expiry in list(self._expiries.items()):
             if expiry > now:
                 continue
-            session = await self.store.get(identity)
+            session = await self.store.modify(identity, ended)
             if session is not None and not is_expired(session, now):
                 self._expiries[identity] = session.expiry
                 continue
-            if session is not None:
-                await self.store.delete(identity)
             self._on_change(SessionChange(identity, None))
 
     async def _watch_expiry(self) -> None:
+        failing = False
         while True:
             await trio.sleep(self.expiry_check)
             try:
                 await self._look_up_new_identities()
                 await self._end_expired()
-            except Exception:
-                # A store outage (Redis restarting) must not end the expiry checks for good.
-                log.warning("session expiry check failed; trying again shortly", exc_info=True)
-            # the sessions of the dapps connected to this process
-            self._broker.metrics.sessions.set(len(self._expiries))
+            except Exception as exc:
+                # A store outage (Redis restarting) must not end the expiry checks for good; one
+                # traceback per outage, then a line per failed check.
+                log.warning(
+                    "session expiry check failed (%s: %s); trying again in %g s",
+                    type(exc).__name__,
+                    exc,
+                    self.expiry_check,
+                    exc_info=not failing,
+                )
+                failing = True
+            else:
+                if failing:
+                    log.info("session expiry checks work again")
+                failing = False

@@ -7,7 +7,9 @@ A new leader resumes where the stream stops: it seeds its head tracker with the 
 (and a few ancestors, so that a reorganisation across the hand-over is still seen as one), backfills
 to the node's current head, then follows the adapter. Every append carries the lease token and Redis
 refuses it once the lease has moved (fencing), so a paused old leader cannot publish after a
-take-over, and the append script refuses to repeat the last event, so nothing is published twice.
+take-over. Nothing is published twice: the append script refuses to repeat the last event (a
+retried append), and a new leader reads what its predecessor appended after the published head (a
+batch cut short, e.g. in the middle of a reorganisation) and does not append those events again.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from coredis.exceptions import RedisError
 
 from adapters.base import ChainAdapter, ChainBlock
 from broker.bus import EventBus, EventHandler
-from broker.events import ChainEvent
+from broker.events import ChainEvent, HeadEvent
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from broker.networks import Network
 from broker.redis_bus import (
     Backoff,
+    EventDeduper,
     LeaseLost,
     PublishedHead,
     RedisClient,
@@ -120,13 +123,28 @@ class ChainLease:
 
 
 class _FencedBus(EventBus):
-    """The ingestion's view of the bus: every append carries the current lease token."""
+    """The ingestion's view of the bus: every append carries the current lease token, and an event
+    the stream already carries (as readers would see it) is not appended again."""
 
     def __init__(self, bus: RedisEventBus, lease: ChainLease) -> None:
         self._bus = bus
         self._lease = lease
+        self._on_stream = EventDeduper()
+
+    def already_appended(self, events: Sequence[ChainEvent]) -> None:
+        """Note events on the stream that this term's ingestion has not produced yet."""
+        for event in events:
+            self._on_stream.admit(event)
 
     async def publish(self, event: ChainEvent) -> None:
+        if not self._on_stream.admit(event):
+            log.info(
+                "%s: block %s's %s already on the stream",
+                event.chain,
+                event.block.hash,
+                "head" if isinstance(event, HeadEvent) else "logs",
+            )
+            return
         await self._bus.append(event, lease_token=self._lease.token)
 
     async def serve_reader(
@@ -217,10 +235,9 @@ class ChainLeader:
         """Ingest until the lease is lost (returns) or something fails (raises)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._keep_lease, nursery.cancel_scope)
-            ingestion = ChainIngestion(
-                self.adapter, self.chain, _FencedBus(self.bus, self.lease), self.metrics
-            )
-            await self._resume(ingestion)
+            bus = _FencedBus(self.bus, self.lease)
+            ingestion = ChainIngestion(self.adapter, self.chain, bus, self.metrics)
+            await self._resume(ingestion, bus)
             await ingestion.serve()
 
     async def _keep_lease(self, leading: trio.CancelScope) -> None:
@@ -244,10 +261,19 @@ class ChainLeader:
                 return
             valid_until = trio.current_time() + self.timing.ttl
 
-    async def _resume(self, ingestion: ChainIngestion) -> None:
+    async def _resume(self, ingestion: ChainIngestion, bus: _FencedBus) -> None:
         """Seed the tracker with what was published last, then publish up to the node's head."""
         began = trio.current_time()
         published = await self.bus.published_head(self.chain)
+        # A batch the last leader did not finish: the tracker produces these events again.
+        unfinished = await self.bus.unfinished(self.chain)
+        bus.already_appended(unfinished)
+        if unfinished:
+            log.info(
+                "%s: %d events after the published head are on the stream already",
+                self.chain,
+                len(unfinished),
+            )
         if published is None:
             log.info("%s: leading; nothing published yet, starting at the node's head", self.chain)
         else:

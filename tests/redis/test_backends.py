@@ -1,24 +1,30 @@
 """One contract, two backends: the session store, the event bus and the session-change bus behave
-the same in memory and on Redis (a real redis-server)."""
+the same in memory and on Redis (a real redis-server), including changes to one session from two
+places at once (on Redis, two clients, as two processes would be)."""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
 from broker.bus import EventBus, MemoryBus
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus
+from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, redis_client
 from broker.redis_store import LIST_BATCH, RedisSessionStore
 from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore, encode_session
 from schemas.caip import ScopeObject
 from tests.redis.collect import Collector
 from tests.redis.fakechain import make_block
+from tests.support.redis_server import RedisServer
 
 ORIGIN = "https://dapp.example"
 DAPP = Identity.of("key-1", ORIGIN)
@@ -43,18 +49,28 @@ class Backends:
     changes: SessionChangeBus
     #: How long to wait for a delivery that should not come (Redis delivers asynchronously).
     settle: float
+    #: The same sessions as another process sees them (on Redis: through a client of its own).
+    other_store: SessionStore
 
 
 @pytest.fixture(params=["memory", "redis"])
-def backends(request: pytest.FixtureRequest, client: RedisClient, prefix: str) -> Backends:
+async def backends(
+    request: pytest.FixtureRequest, redis: RedisServer, client: RedisClient, prefix: str
+) -> AsyncIterator[Backends]:
     if request.param == "memory":
-        return Backends(MemorySessionStore(), MemoryBus(), MemoryChangeBus(), settle=0.0)
-    return Backends(
-        RedisSessionStore(client, prefix=prefix),
-        RedisEventBus(client, prefix=prefix, maxlen=1000, block_ms=500),
-        RedisChangeBus(client, prefix=prefix, block_ms=500),
-        settle=0.3,
-    )
+        store = MemorySessionStore()
+        yield Backends(store, MemoryBus(), MemoryChangeBus(), settle=0.0, other_store=store)
+        return
+    other = redis_client(redis.url)
+    async with other:
+        await other.ping()  # connected, like the first client: neither lags behind the other
+        yield Backends(
+            RedisSessionStore(client, prefix=prefix),
+            RedisEventBus(client, prefix=prefix, maxlen=1000, block_ms=500),
+            RedisChangeBus(client, prefix=prefix, block_ms=500),
+            settle=0.3,
+            other_store=RedisSessionStore(other, prefix=prefix),
+        )
 
 
 async def until(received: Collector[Any], count: int, settle: float) -> list[Any]:
@@ -112,6 +128,85 @@ async def test_store_lists_every_session(backends: Backends) -> None:
             await store.put(session(Identity.of(f"key-{i}", ORIGIN)))
         listed = await store.list_sessions()
     assert sorted(s.identity.api_key for s in listed) == sorted(f"key-{i}" for i in range(count))
+
+
+def with_scope(current: Session | None, chain: str) -> tuple[Session | None, int]:
+    """``current`` with one more scope (or a new session of that scope); its number of scopes."""
+    base = current or session(chain=chain)
+    scopes = {
+        **base.scopes,
+        chain: ScopeObject(methods=("eth_call",), notifications=(), accounts=()),
+    }
+    return msgspec.structs.replace(base, scopes=scopes), len(scopes)
+
+
+async def test_store_modify_writes_what_the_change_makes(backends: Backends) -> None:
+    store = backends.store
+    with trio.fail_after(10):
+        assert await store.modify(DAPP, lambda current: (None, current)) is None
+        assert await store.get(DAPP) is None
+        assert await store.modify(DAPP, lambda current: with_scope(current, "eip155:7")) == 1
+        assert await store.modify(DAPP, lambda current: with_scope(current, "eip155:8")) == 2
+        stored = await store.get(DAPP)
+        assert stored is not None
+        assert set(stored.scopes) == {"eip155:7", "eip155:8"}
+        assert await store.modify(DAPP, lambda current: (current, "kept")) == "kept"
+        assert await store.get(DAPP) == stored
+
+        def refuse(current: Session | None) -> tuple[Session | None, None]:
+            raise LookupError("refused")
+
+        with pytest.raises(LookupError):
+            await store.modify(DAPP, refuse)
+        assert await store.get(DAPP) == stored
+        elsewhere = Identity.of("key-2", ORIGIN)
+        with pytest.raises(ValueError, match="another identity"):
+            await store.modify(elsewhere, lambda current: (stored, None))
+        assert await store.get(elsewhere) is None
+        assert await store.modify(DAPP, lambda current: (None, current)) == stored
+        assert await store.get(DAPP) is None
+
+
+async def test_store_concurrent_modifications_both_land(backends: Backends) -> None:
+    await backends.store.put(session())
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for store, chain in ((backends.store, "eip155:8"), (backends.other_store, "eip155:9")):
+                nursery.start_soon(store.modify, DAPP, partial(with_scope, chain=chain))
+    stored = await backends.store.get(DAPP)
+    assert stored is not None
+    assert set(stored.scopes) == {"eip155:7", "eip155:8", "eip155:9"}
+
+
+def _set_now(port: int, key: str, value: bytes) -> None:
+    """``SET key value`` on a connection of its own, blocking (from inside a change)."""
+    data = [b"SET", key.encode(), value]
+    command = b"*%d\r\n" % len(data) + b"".join(b"$%d\r\n%s\r\n" % (len(d), d) for d in data)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(command)
+        assert sock.recv(64) == b"+OK\r\n"
+
+
+async def test_redis_store_modify_runs_the_change_again_after_a_conflicting_write(
+    redis: RedisServer, client: RedisClient, prefix: str
+) -> None:
+    store = RedisSessionStore(client, prefix=prefix)
+    first, meanwhile = session(), session(chain="eip155:8")
+    await store.put(first)
+    seen: list[Session | None] = []
+
+    def change(current: Session | None) -> tuple[Session | None, None]:
+        seen.append(current)
+        if len(seen) == 1:  # another process writes between this read and this write
+            _set_now(redis.port, store.key(DAPP), encode_session(meanwhile))
+        return with_scope(current, "eip155:9")[0], None
+
+    with trio.fail_after(10):
+        await store.modify(DAPP, change)
+        stored = await store.get(DAPP)
+    assert seen == [first, meanwhile]
+    assert stored is not None
+    assert set(stored.scopes) == {"eip155:8", "eip155:9"}
 
 
 # -- the event bus ----------------------------------------------------------------------------

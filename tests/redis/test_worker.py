@@ -1,5 +1,6 @@
 """Chain leases against a real redis-server with a fake chain: one leader at a time, a standby that
-takes over, no head skipped or published twice across the hand-over, fencing of a stale leader."""
+takes over, no head skipped or published twice across the hand-over (neither to readers nor on the
+stream itself), fencing of a stale leader."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import trio
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
-from broker.redis_bus import RedisClient, RedisEventBus
+from broker.redis_bus import RedisClient, RedisEventBus, decode_stream_event
 from broker.worker import ChainLeader, LeaseTiming
 from tests.redis.collect import Collector
 from tests.redis.fakechain import CHAIN, FakeChain
@@ -41,6 +42,14 @@ class Setup:
     async def holder(self) -> bytes | None:
         value = await self.bus.client.get(self.bus.keys(CHAIN).lease)
         return None if value is None else value.split(b"/")[0]
+
+    async def on_stream(self) -> list[ChainEvent]:
+        """Every event the stream holds (XRANGE), as the readers decode them."""
+        entries = await self.bus.client.xrange(self.bus.keys(CHAIN).events)
+        return [
+            decode_stream_event(CHAIN, {bytes(k): bytes(v) for k, v in e.field_values.items()})
+            for e in entries
+        ]
 
 
 @pytest.fixture
@@ -95,8 +104,8 @@ async def test_one_leader_and_a_standby_that_takes_over_from_a_dead_one(setup: S
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             first_scope = await start(nursery, first)
+            await setup.until_head(0)  # the first one leads before the second one starts
             await start(nursery, second)
-            await trio.sleep(0.3)  # both are up; the first one leads, the second stands by
             assert await setup.holder() == b"a"
             setup.chain.mine(3)
             await setup.until_head(3)
@@ -112,6 +121,7 @@ async def test_one_leader_and_a_standby_that_takes_over_from_a_dead_one(setup: S
             nursery.cancel_scope.cancel()
     assert setup.heads() == list(range(9))
     assert_canonical_stream(setup.events)
+    assert await setup.on_stream() == setup.events  # the readers dropped no repeat: none was there
     assert took_over < FAST.ttl + FAST.standby_poll + 1.0
 
 
@@ -119,8 +129,9 @@ async def test_a_leader_that_stops_hands_over_at_once(setup: Setup) -> None:
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             first_scope = await start(nursery, setup.leader("a"))
+            await setup.until_head(0)  # the first one leads before the second one starts
             await start(nursery, setup.leader("b"))
-            await setup.until_head(0)
+            assert await setup.holder() == b"a"
             setup.chain.mine(2)
             await setup.until_head(2)
             first_scope.cancel()  # a graceful stop releases the lease
@@ -133,6 +144,7 @@ async def test_a_leader_that_stops_hands_over_at_once(setup: Setup) -> None:
             nursery.cancel_scope.cancel()
     assert setup.heads() == [0, 1, 2, 3]
     assert_canonical_stream(setup.events)
+    assert await setup.on_stream() == setup.events
 
 
 async def test_a_reorganisation_across_the_hand_over_is_reported(setup: Setup) -> None:
@@ -142,7 +154,10 @@ async def test_a_reorganisation_across_the_hand_over_is_reported(setup: Setup) -
             first_scope = await start(nursery, first)
             await setup.until_head(0)
             setup.chain.mine(4)
-            await setup.until_head(4)
+            # Block 4 is published whole (head and logs) before the first leader dies.
+            await setup.received.wait_until(
+                lambda events: LogsEvent(CHAIN, setup.chain.canonical[4], removed=False) in events
+            )
             die(first, first_scope)
             orphaned = setup.chain.canonical[3:5]
             replacements = setup.chain.reorg(2, 3, salt="b")
@@ -160,6 +175,50 @@ async def test_a_reorganisation_across_the_hand_over_is_reported(setup: Setup) -
         ],
     ]
     assert setup.heads() == [0, 1, 2, 3, 4, 3, 4, 5]
+    assert await setup.on_stream() == setup.events
+
+
+async def test_a_reorganisation_cut_short_by_the_hand_over_is_not_appended_twice(
+    setup: Setup,
+) -> None:
+    # The first leader appended the chain up to block 4, then, handling a reorganisation, the logs
+    # of blocks 3 and 4 as removed and the replacing block 3's head; then it died. The published
+    # head (block 4) did not move with those three events: the next leader produces them again.
+    bus, chain = setup.bus, setup.chain
+    chain.mine(4)
+    before = [
+        event
+        for block in chain.canonical
+        for event in (
+            (HeadEvent(CHAIN, block), LogsEvent(CHAIN, block, removed=False))
+            if block.logs
+            else (HeadEvent(CHAIN, block),)
+        )
+    ]
+    orphaned = chain.canonical[3:5]
+    replacements = chain.reorg(2, 3, salt="b")
+    cut_short = [
+        LogsEvent(CHAIN, orphaned[0], removed=True),
+        LogsEvent(CHAIN, orphaned[1], removed=True),
+        HeadEvent(CHAIN, replacements[0]),
+    ]
+    for event in [*before, *cut_short]:
+        assert await bus.append(event)
+    rest = [
+        LogsEvent(CHAIN, replacements[0], removed=False),
+        *[
+            event
+            for block in replacements[1:]
+            for event in (HeadEvent(CHAIN, block), LogsEvent(CHAIN, block, removed=False))
+        ],
+    ]
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await start(nursery, setup.leader("b"))
+            await setup.received.wait_until(lambda events: rest[-1] in events)
+            nursery.cancel_scope.cancel()
+    assert await setup.on_stream() == [*before, *cut_short, *rest]
+    assert setup.events == [*before, *cut_short, *rest]
 
 
 async def test_a_leader_whose_lease_moved_cannot_publish(setup: Setup) -> None:

@@ -1,0 +1,211 @@
+"""One session behaviour, two backends: a real broker with its sessions in memory, and the same
+broker with ``--redis-url`` (sessions in a real redis-server, changes on its stream). Two dapp
+connections of one identity share the session; operator updates, partial and full revocation and
+expiry reach the other connection; ``scopecast_sessions`` is current at every step. And a Redis
+failure: the expiry checks it fails log one traceback, then a line each."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from broker.cli import build_broker, parser
+from broker.config import Config
+from broker.redis_store import RedisSessionStore
+from broker.sessions import Identity
+from tests.redis.collect import Collector
+from tests.support.inprocess import Dapp, RunningBroker, dapp
+from tests.support.redis_server import redis_command, redis_server
+
+DEV = "eip155:1337"
+SECOND = "eip155:1338"
+ORIGIN = "https://dapp.example"
+SCOPE = {"methods": ["eth_blockNumber", "eth_subscribe"], "notifications": ["eth_subscription"]}
+TWO_CHAINS = Config(
+    networks={
+        "dev": {"chain": DEV, "adapter": "devchain", "default": True},
+        "second": {"chain": SECOND, "adapter": "devchain"},
+    }
+)
+#: Longer than any test: the periodic expiry check never runs unless a test shortens it.
+NEVER = 3600.0
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """The ``scopecast serve`` arguments of the backend."""
+    if request.param == "memory":
+        yield []
+    else:
+        with redis_server() as server:  # a server per test: the broker uses the default prefix
+            yield ["--redis-url", server.url]
+
+
+@asynccontextmanager
+async def serving(
+    backend: list[str], *, expiry_check: float = NEVER
+) -> AsyncIterator[RunningBroker]:
+    """A broker of the two dev chains on ``backend`` (``running_broker``, with the expiry check's
+    period set before it starts: the first check waits that long)."""
+    args = parser().parse_args(["serve", "--port", "0", "--block-time", "0", *backend])
+    broker = build_broker(args, TWO_CHAINS)
+    assert broker.sessions is not None
+    broker.sessions.expiry_check = expiry_check
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(broker.serve, "127.0.0.1", 0)
+        try:
+            yield RunningBroker(broker, port)
+        finally:
+            broker.shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def sessions_gauge(node: RunningBroker) -> float:
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"{node.base}/metrics")).text
+    found = re.search(r"^scopecast_sessions (\S+)$", text, re.MULTILINE)
+    assert found is not None, text
+    return float(found.group(1))
+
+
+async def session_changed(conn: Dapp) -> dict[str, Any]:
+    """The scopes of the next notification, which must be ``wallet_sessionChanged``."""
+    told = await conn.notification()
+    assert told["method"] == "wallet_sessionChanged", told
+    scopes: dict[str, Any] = told["params"]["sessionScopes"]
+    return scopes
+
+
+async def test_a_session_is_shared_updated_and_revoked(backend: list[str]) -> None:
+    with trio.fail_after(60):
+        async with (
+            serving(backend) as node,
+            dapp(node.ws_url(), origin=ORIGIN) as a,
+            dapp(node.ws_url(), origin=ORIGIN) as b,
+        ):
+            assert await sessions_gauge(node) == 0
+            created = await a.result(
+                "wallet_createSession", {"optionalScopes": {DEV: SCOPE, SECOND: SCOPE}}
+            )
+            scopes = created["sessionScopes"]
+            assert set(scopes) == {DEV, SECOND}
+            assert await session_changed(b) == scopes  # the other connection hears of it
+            assert (await b.result("wallet_getSession", {}))["sessionScopes"] == scopes
+            assert await sessions_gauge(node) == 1
+
+            narrowed = {
+                DEV: {"methods": ["eth_blockNumber"], "notifications": []},
+                SECOND: {"methods": ["eth_blockNumber"], "notifications": []},
+            }
+            reply = await node.admin(
+                "admin_updateSession",
+                {"apiKey": "dev", "origin": ORIGIN, "sessionScopes": narrowed},
+            )
+            assert "error" not in reply, reply
+            for conn in (a, b):  # the operator's change reaches every connection
+                changed = await session_changed(conn)
+                assert {chain: s["methods"] for chain, s in changed.items()} == {
+                    DEV: ["eth_blockNumber"],
+                    SECOND: ["eth_blockNumber"],
+                }
+            assert (await a.result("wallet_getSession", {}))["sessionScopes"] == changed
+
+            assert await a.result("wallet_revokeSession", {"scopes": [SECOND]}) is True
+            assert set(await session_changed(b)) == {DEV}
+            assert set((await b.result("wallet_getSession", {}))["sessionScopes"]) == {DEV}
+            assert await sessions_gauge(node) == 1
+
+            assert await b.result("wallet_revokeSession", {}) is True
+            # a's next notification is this one: it was not told of its own partial revocation.
+            assert await session_changed(a) == {}
+            assert (await a.result("wallet_getSession", {}))["sessionScopes"] == {}
+            assert await sessions_gauge(node) == 0
+            assert (await node.admin("admin_listSessions", {}))["result"] == []
+            assert a.notifications == b.notifications == []
+
+
+async def test_operator_update_of_a_missing_session_is_refused(backend: list[str]) -> None:
+    with trio.fail_after(60):
+        async with serving(backend) as node:
+            reply = await node.admin(
+                "admin_updateSession", {"apiKey": "dev", "origin": ORIGIN, "sessionScopes": {}}
+            )
+            assert reply["error"]["code"] == -32602
+
+
+async def test_expiry_ends_the_session_on_every_connection(backend: list[str]) -> None:
+    with trio.fail_after(60):
+        async with (
+            serving(backend, expiry_check=0.1) as node,
+            dapp(node.ws_url(), origin=ORIGIN) as a,
+            dapp(node.ws_url(), origin=ORIGIN) as b,
+        ):
+            soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+            created = await a.result(
+                "wallet_createSession",
+                {"optionalScopes": {DEV: SCOPE}, "sessionProperties": {"expiry": soon}},
+            )
+            assert await session_changed(b) == created["sessionScopes"]
+            assert await session_changed(a) == {}
+            assert await session_changed(b) == {}
+            assert (await b.result("wallet_getSession", {}))["sessionScopes"] == {}
+            assert await sessions_gauge(node) == 0
+            assert (await node.admin("admin_listSessions", {}))["result"] == []
+
+
+class Records(logging.Handler):
+    """The records of a logger, to wait on (logging happens in the test's trio thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collected: Collector[logging.LogRecord] = Collector()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.collected(record)
+
+    async def wait_for(self, text: str, count: int = 1) -> list[logging.LogRecord]:
+        def matching() -> list[logging.LogRecord]:
+            return [r for r in self.collected.items if text in r.getMessage()]
+
+        await self.collected.wait_until(lambda _: len(matching()) >= count)
+        return matching()
+
+
+async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check() -> None:
+    logger = logging.getLogger("broker.session_service")
+    records = Records()
+    logger.addHandler(records)
+    try:
+        with redis_server() as redis, trio.fail_after(60):
+            async with serving(["--redis-url", redis.url], expiry_check=0.05) as node:
+                assert node.broker.sessions is not None
+                store = node.broker.sessions.store
+                assert isinstance(store, RedisSessionStore)
+                # Redis answers every lookup of this identity's session with an error (WRONGTYPE),
+                # as a store outage would, but without stopping (coredis leaks a little on every
+                # connection Redis refuses, which the warnings filter would report).
+                key = store.key(Identity.of("dev", ORIGIN))
+                assert await redis_command(redis.port, "LPUSH", key, "x") == b":1\r\n"
+                # A new identity connects: every check tries to look its session up, and fails.
+                async with dapp(node.ws_url(), origin=ORIGIN) as a:
+                    failed = await records.wait_for("session expiry check failed", count=4)
+                    assert await redis_command(redis.port, "DEL", key) == b":1\r\n"
+                    await records.wait_for("session expiry checks work again")
+                    assert (await a.result("wallet_getSession", {}))["sessionScopes"] == {}
+    finally:
+        logger.removeHandler(records)
+    assert failed[0].exc_info  # the whole story once
+    for record in failed[1:4]:
+        assert not record.exc_info
+        assert record.levelno == logging.WARNING
+        message = record.getMessage()
+        assert "\n" not in message
+        assert "(WrongTypeError: Operation against a key holding the wrong kind" in message
