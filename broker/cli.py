@@ -27,6 +27,7 @@ from broker.networks import Network, Networks
 from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
 from broker.redis_store import RedisSessionStore
 from broker.session_service import SessionService
+from broker.status_server import serve_status
 from broker.worker import ChainLeaders, LeaseTiming, Worker
 
 log = logging.getLogger("scopecast")
@@ -59,6 +60,8 @@ settings that matter for a worker (see README "Several processes (Redis)"):
   [server] stream_maxlen    entries kept per chain stream (approximate, default 100000): how far
                             a web process cut off from Redis can fall behind and still catch up
   --lease-ttl S             how long a dead worker's chains wait for the standby (default 3)
+  --metrics-port P          GET /metrics (reorgs, skipped heights...) and GET /healthz (which
+                            chains this worker leads) for a scraper or a health check
 run one worker and a second one as a standby: it takes each chain over within about
 --lease-ttl seconds of the first one's death, resuming at the last published head.
 """
@@ -139,6 +142,16 @@ def parser() -> argparse.ArgumentParser:
         help="TOML settings file: its upstream networks (default: $SCOPECAST_CONFIG)",
     )
     worker.add_argument("--redis-url", help="Redis shared with the web processes (or REDIS_URL)")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve GET /metrics and GET /healthz on this port (default: none; 0 = any free port)",
+    )
+    worker.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the status endpoint (default %(default)s; 0.0.0.0 for a remote scraper)",
+    )
     worker.add_argument(
         "--lease-ttl",
         type=float,
@@ -407,6 +420,17 @@ async def _work(args: argparse.Namespace, config: Config) -> None:
     await worker.start_adapters()  # as in _serve: a configuration error is one clear line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
+            if args.metrics_port is not None:
+                port = await nursery.start(
+                    serve_status,
+                    worker.metrics,
+                    worker.health,
+                    args.metrics_host,
+                    args.metrics_port,
+                )
+                log.info(
+                    "worker status on http://%s:%d (/metrics, /healthz)", args.metrics_host, port
+                )
             nursery.start_soon(worker.serve)
             async for signum in signals:
                 # The leases held are released, so a standby takes over at once.

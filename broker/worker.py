@@ -21,7 +21,7 @@ import socket
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 import msgspec
 import trio
@@ -176,6 +176,8 @@ class ChainLeader:
         self.metrics = metrics
         self.timing = timing
         self.lease = ChainLease(bus.client, bus.keys(chain).lease, timing, owner or process_name())
+        #: Whether this process holds the chain's lease now (the status endpoint reports it).
+        self.leading = False
 
     async def serve(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -188,6 +190,7 @@ class ChainLeader:
             await self._wait_for_lease()
             began = trio.current_time()
             failed = False
+            self.leading = True
             try:
                 await self._lead()
             except* LeaseLost:
@@ -199,6 +202,7 @@ class ChainLeader:
                 failed = True
                 log.exception("%s: ingestion failed; giving the lease up", self.chain)
             finally:
+                self.leading = False
                 await self._release()
             if failed:
                 # Give a healthier worker the chance to take over before trying again.
@@ -381,6 +385,16 @@ class Worker:
             with trio.CancelScope(shield=True):
                 for adapter in self._adapters:
                     await adapter.aclose()
+
+    def health(self) -> dict[str, Any]:
+        """What the status endpoint's ``/healthz`` says: each chain, led here or standing by."""
+        return {
+            "status": "ok",
+            "chains": {
+                leader.chain: "leading" if leader.leading else "standby"
+                for leader in self.leaders.leaders
+            },
+        }
 
     def shutdown(self) -> None:
         """Stop: the leaders release their leases (while Redis is still held), then the rest."""

@@ -45,7 +45,8 @@ class Upstream:
 
     async def start_worker(self, redis_url: str) -> WorkerProcess:
         worker = WorkerProcess(
-            self.nursery, ["--config", str(self.config), "--redis-url", redis_url]
+            self.nursery,
+            ["--config", str(self.config), "--redis-url", redis_url, "--metrics-port", "0"],
         )
         await worker.start()
         return worker
@@ -191,6 +192,16 @@ async def test_sessions_changes_and_heads_span_web_processes(deployment: Deploym
     assert len(seen_by_both) >= 5
 
 
+async def worker_chains(worker: WorkerProcess) -> Any:
+    """What the worker's status endpoint says of its chains (leading or standby)."""
+    async with httpx.AsyncClient() as client:
+        port = await worker.status_port()
+        health = await client.get(f"http://127.0.0.1:{port}/healthz")
+        scraped = await client.get(f"http://127.0.0.1:{port}/metrics")
+    assert "scopecast_skipped_heights_total" in scraped.text
+    return health.json()["chains"]
+
+
 async def test_worker_death_and_dropped_redis_connections_lose_no_head(
     deployment: Deployment,
 ) -> None:
@@ -206,9 +217,12 @@ async def test_worker_death_and_dropped_redis_connections_lose_no_head(
                 await more_heads(logs, 3)
 
                 assert await lease_holder_pid(d.redis) == d.worker.pid
+                assert await worker_chains(d.worker) == {DEV: "leading"}
+                assert await worker_chains(standby) == {DEV: "standby"}
                 await d.worker.kill()
                 await standby.wait_for("leading from block")
                 assert await lease_holder_pid(d.redis) == standby.pid
+                assert await worker_chains(standby) == {DEV: "leading"}
                 await more_heads(logs, 3)
 
                 for _ in range(3):  # every process loses its Redis connections, repeatedly

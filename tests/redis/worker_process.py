@@ -70,6 +70,13 @@ class WorkerProcess:
             self._exited.set()
             self._changed.set()
 
+    async def status_port(self) -> int:
+        """The port of the status endpoint (started with ``--metrics-port``)."""
+        pattern = r"worker status on http://\S+:(\d+)"
+        await self.wait_for(pattern)
+        found = next(m for line in self.lines if (m := re.search(pattern, line)))
+        return int(found.group(1))
+
     def count(self, pattern: str) -> int:
         found = re.compile(pattern)
         return sum(1 for line in self.lines if found.search(line))
