@@ -163,15 +163,20 @@ def parser() -> argparse.ArgumentParser:
 
 def _chain_import_flags(args: argparse.Namespace) -> list[str]:
     """The dev chain import flags given (``--genesis``, ``--chain-file``, ``--forkchoice``)."""
-    given = (("--genesis", args.genesis), ("--chain-file", args.chain_file))
-    return [flag for flag, value in (*given, ("--forkchoice", args.forkchoice)) if value]
+    flags = (
+        ("--genesis", args.genesis),
+        ("--chain-file", args.chain_file),
+        ("--forkchoice", args.forkchoice),
+    )
+    return [flag for flag, value in flags if value]
 
 
 def _dev_network(args: argparse.Namespace) -> NetworkSpec:
     options: dict[str, object] = {"block_time": args.block_time or 0.0}
     chain = DEV_CHAIN
-    if args.genesis is None and _chain_import_flags(args):
-        raise ConfigError(f"{', '.join(_chain_import_flags(args))}: only with --genesis")
+    given = _chain_import_flags(args)
+    if args.genesis is None and given:  # said in flag terms; the options would say it in TOML terms
+        raise ConfigError(f"{', '.join(given)}: only with --genesis")
     if args.genesis is not None:
         genesis = json.loads(args.genesis.read_text())
         chain = f"eip155:{int(genesis['config']['chainId'])}"
@@ -290,10 +295,11 @@ class _RedisBackends:
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     """The broker the command line and the config file describe."""
     specs, default = network_specs(config)
-    if specs and _chain_import_flags(args):
+    given = _chain_import_flags(args)
+    if specs and given:
         # They describe the embedded dev chain, which the config's networks replace.
         raise ConfigError(
-            f"{', '.join(_chain_import_flags(args))}: only for the embedded dev chain, and "
+            f"{', '.join(given)}: only for the embedded dev chain, and "
             "--config has [networks.*]; set genesis, chain_file and forkchoice in the devchain "
             "network's table instead"
         )

@@ -3,13 +3,15 @@
 Fan-out calls :meth:`Outbox.send` for thousands of connections per event, so it never awaits and
 never wakes a task when the socket can take the bytes at once (the common case). Only when the
 kernel buffer is full are the unsent frames kept, and a flusher task is started that waits for the
-socket to become writable and writes the backlog with one ``writev``. A frame is queued while the
-bytes already waiting are within ``limit``, so one frame larger than the limit (a full 10,000-log
-``eth_getLogs`` reply is about 5 MB) still goes out whole; a frame that finds more than ``limit``
-bytes waiting means the peer is a slow consumer: the queued frames are dropped (a frame already half-written is finished so
-the stream stays well-formed), a final frame (the close frame) is queued in their place, and
-``on_overflow`` is called so that the connection can end itself. Messages are never silently skipped:
-after an overflow nothing more is accepted.
+socket to become writable and writes the backlog with one ``writev``.
+
+A frame is queued while the bytes already waiting are within ``limit``, so one frame larger than
+the limit (a full 10,000-log ``eth_getLogs`` reply is about 5 MB) still goes out whole, and the
+backlog never exceeds ``limit`` plus one frame. A frame that finds more than ``limit`` bytes waiting
+means the peer is a slow consumer: the queued frames are dropped (a frame already half-written is
+finished so the stream stays well-formed), a final frame (the close frame) is queued in their
+place, and ``on_overflow`` is called so that the connection can end itself. Messages are never
+silently skipped: after an overflow nothing more is accepted.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ _IOV_BATCH: Final = 512  # below IOV_MAX (1024 on Linux)
 
 
 class Outbox:
-    """Writes frames to one socket without awaiting, keeping at most ``limit`` bytes unsent."""
+    """Writes frames to one socket without awaiting; past ``limit`` bytes unsent, the peer is cut off.
+
+    The backlog is at most ``limit`` plus the one frame that found it within the limit.
+    """
 
     __slots__ = (
         "_backlog",

@@ -123,6 +123,11 @@ def _bytes(value: str | bytes) -> bytes:
     return value.encode() if isinstance(value, str) else value
 
 
+def entry_fields(field_values: Mapping[str | bytes, str | bytes]) -> dict[bytes, bytes]:
+    """A stream entry's fields as bytes (coredis may hand back str or bytes)."""
+    return {_bytes(k): _bytes(v) for k, v in field_values.items()}
+
+
 async def last_id(client: RedisClient, key: str) -> bytes:
     """The id of the newest entry of a stream (``0-0`` when it has none yet)."""
     newest = await client.xrevrange(key, count=1)
@@ -168,7 +173,7 @@ async def follow_streams(
         for key, entries in (reply or {}).items():
             for entry in entries:
                 positions[key] = _bytes(entry.identifier)
-                fields = {_bytes(k): _bytes(v) for k, v in entry.field_values.items()}
+                fields = entry_fields(entry.field_values)
                 try:
                     on_entry(_bytes(key), fields)
                 except Exception:
@@ -251,10 +256,23 @@ class EventDeduper:
         self._logs: OrderedDict[str, bool] = OrderedDict()
 
     def admit(self, event: ChainEvent) -> bool:
+        """Whether ``event`` is new; a new one is recorded as delivered."""
+        if self.is_repeat(event):
+            return False
+        self.record(event)
+        return True
+
+    def is_repeat(self, event: ChainEvent) -> bool:
+        """Whether ``event`` was delivered already (records nothing)."""
         block = event.block
         if isinstance(event, HeadEvent):
-            if self._heads.get(block.number) == block.hash:
-                return False
+            return self._heads.get(block.number) == block.hash
+        return self._logs.get(block.hash) is event.removed
+
+    def record(self, event: ChainEvent) -> None:
+        """Remember ``event`` as delivered."""
+        block = event.block
+        if isinstance(event, HeadEvent):
             # A head at this height ends whatever was delivered at or above it (a reorganisation);
             # so the dict stays in ascending height order and both ends are cheap to trim.
             while self._heads and next(reversed(self._heads)) >= block.number:
@@ -262,14 +280,11 @@ class EventDeduper:
             self._heads[block.number] = block.hash
             while len(self._heads) > self.window:
                 del self._heads[next(iter(self._heads))]
-            return True
-        if self._logs.get(block.hash) is event.removed:
-            return False
+            return
         self._logs[block.hash] = event.removed
         self._logs.move_to_end(block.hash)
         while len(self._logs) > self.window:
             self._logs.popitem(last=False)
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,12 +364,7 @@ class RedisEventBus(EventBus):
         keys = self.keys(chain)
 
         def events_of(entries: tuple[StreamEntry, ...]) -> list[ChainEvent]:
-            return [
-                decode_stream_event(
-                    chain, {_bytes(k): _bytes(v) for k, v in e.field_values.items()}
-                )
-                for e in entries
-            ]
+            return [decode_stream_event(chain, entry_fields(e.field_values)) for e in entries]
 
         entry = await self.client.get(keys.head_entry)
         if entry is None:

@@ -134,10 +134,10 @@ class _FencedBus(EventBus):
     def already_appended(self, events: Sequence[ChainEvent]) -> None:
         """Note events on the stream that this term's ingestion has not produced yet."""
         for event in events:
-            self._on_stream.admit(event)
+            self._on_stream.record(event)
 
     async def publish(self, event: ChainEvent) -> None:
-        if not self._on_stream.admit(event):
+        if self._on_stream.is_repeat(event):
             log.info(
                 "%s: block %s's %s already on the stream",
                 event.chain,
@@ -146,6 +146,7 @@ class _FencedBus(EventBus):
             )
             return
         await self._bus.append(event, lease_token=self._lease.token)
+        self._on_stream.record(event)  # only once it is on the stream
 
     async def serve_reader(
         self,

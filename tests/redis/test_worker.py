@@ -12,7 +12,7 @@ import trio
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
-from broker.redis_bus import RedisClient, RedisEventBus, decode_stream_event
+from broker.redis_bus import RedisClient, RedisEventBus, decode_stream_event, entry_fields
 from broker.worker import ChainLeader, LeaseTiming
 from tests.redis.collect import Collector
 from tests.redis.fakechain import CHAIN, FakeChain
@@ -46,10 +46,7 @@ class Setup:
     async def on_stream(self) -> list[ChainEvent]:
         """Every event the stream holds (XRANGE), as the readers decode them."""
         entries = await self.bus.client.xrange(self.bus.keys(CHAIN).events)
-        return [
-            decode_stream_event(CHAIN, {bytes(k): bytes(v) for k, v in e.field_values.items()})
-            for e in entries
-        ]
+        return [decode_stream_event(CHAIN, entry_fields(e.field_values)) for e in entries]
 
 
 @pytest.fixture
