@@ -69,7 +69,12 @@ class AdminApi:
             "reject",
         ):
             self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
-        broker.admin = self.respond
+        broker.admin = self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a token can open the API (False: every request gets 401, :data:`DISABLED`)."""
+        return self._token is not None
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
         """Answer one operator request."""
@@ -82,6 +87,8 @@ class AdminApi:
             return HttpResponse(405, b"method not allowed", [(b"allow", b"POST")])
         reply = await self._dispatcher.handle(request.body, self._context)
         return HttpResponse(200, reply or b"", JSON_HEADERS)
+
+    __call__ = respond  # the broker's admin responder
 
     async def _listSessions(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         now = datetime.now(UTC)

@@ -33,7 +33,7 @@ class SessionDecision:
     """Accounts to grant per chain, and the operator's narrowed scopes (None: all offered)."""
 
     accounts: Mapping[str, Sequence[str]]
-    keep: Mapping[str, ScopeObject] | None = None
+    scopes: Mapping[str, ScopeObject] | None = None
 
 
 @dataclass(slots=True)
@@ -130,14 +130,14 @@ class ApprovalPolicy:
             },
         }
         pending = await self._park("session", identity, summary)
-        keep = pending.scopes
+        scopes = pending.scopes
         # Accounts the operator names, in the approval or in its narrowed scopes (CAIP-10 ids).
         named = list(pending.accounts or ())
-        if keep is not None:
-            named.extend(account for scope in keep.values() for account in scope.accounts)
+        if scopes is not None:
+            named.extend(account for scope in scopes.values() for account in scope.accounts)
         if pending.accounts is None and not named:
-            return SessionDecision(auto_accounts(offer, held), keep)
-        return SessionDecision(_operator_accounts(offer, held, named), keep)
+            return SessionDecision(auto_accounts(offer, held), scopes)
+        return SessionDecision(_operator_accounts(offer, held, named), scopes)
 
     async def approve_signature(self, identity: Identity, request: SigningRequest) -> None:
         """Return when the signature may be made; raise ``UserRejected`` otherwise."""

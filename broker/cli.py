@@ -402,7 +402,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, host, port)
         freeze_startup_objects()
-        operator = _admin_token(args, config) is not None or is_loopback(host)
+        operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
         _print_endpoints(broker, host, operator=operator)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:

@@ -52,14 +52,6 @@ class RedisSessionStore(SessionStore):
         data = await self.client.get(self.key(identity))
         return None if data is None else decode_session(data)
 
-    async def put(self, session: Session) -> None:
-        await self.client.set(
-            self.key(session.identity), encode_session(session), pxat=_expiry_ms(session)
-        )
-
-    async def delete(self, identity: Identity) -> bool:
-        return await self.client.delete([self.key(identity)]) > 0
-
     async def modify(self, identity: Identity, change: Change[T]) -> T:
         key = self.key(identity)
         for _ in range(MODIFY_ATTEMPTS):

@@ -108,13 +108,16 @@ class SessionService:
         self.process_id = uuid.uuid4().hex
         # A list per identity: most identities have one connection, and a list is a third of a set.
         self._connections: defaultdict[Identity, list[WebSocketConnection]] = defaultdict(list)
+        # The expiry of every session of an identity connected here, and of no other: with Redis,
+        # every process hears every change, and each ends only the sessions of its own dapps.
         self._expiries: dict[Identity, datetime] = {}
         # Connected identities whose session (if any) this process has not looked up yet: a tab
         # that reconnects and then only listens must still hear when its session expires.
         self._unlooked: set[Identity] = set()
+        # Identities being looked up that no change has come for since the lookup began.
         self._looking: set[Identity] = set()
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
-        broker.metrics.sessions.set_function(self._connected_sessions)
+        broker.metrics.sessions.set_function(lambda: len(self._expiries))
         register = broker.dispatcher.register
         register("wallet_createSession", self._create)
         register("wallet_getSession", self._get)
@@ -139,11 +142,6 @@ class SessionService:
     def _held(self, chain: str) -> Sequence[str]:
         adapter = self._networks.accounts_for(chain)
         return adapter.accounts(chain) if adapter is not None else ()
-
-    def _connected_sessions(self) -> float:
-        """The sessions of the dapps connected to this process (its ``scopecast_sessions``)."""
-        connections = self._connections
-        return sum(1 for identity in self._expiries if identity in connections)
 
     def _track(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
@@ -193,7 +191,7 @@ class SessionService:
                 accounts=decision.accounts,
                 now=_now(),
                 max_expiry=self.max_expiry,
-                keep=decision.keep,
+                keep=decision.scopes,
             )
             previous = await self.store.modify(identity, lambda current: (session, current))
         except RpcError:
@@ -339,15 +337,15 @@ class SessionService:
         )
 
     def _on_change(self, change: SessionChange) -> None:
-        self._looking.discard(change.identity)  # a lookup under way would be stale
         conns = self._connections.get(change.identity)
+        if not conns:
+            return  # a dapp of another process: that process tracks and ends its session
+        self._looking.discard(change.identity)  # a lookup under way would be stale
         session = decode_session(change.session) if change.session is not None else None
         if session is not None:
             self._expiries[change.identity] = session.expiry
         else:
             self._expiries.pop(change.identity, None)
-        if not conns:
-            return
         message = notification_bytes("wallet_sessionChanged", session_changed_params(session))
         for conn in list(conns):
             self._prune(conn, session)
@@ -367,24 +365,30 @@ class SessionService:
             ),
         )
 
-    async def _look_up_new_identities(self) -> None:
-        while self._unlooked:
-            identity = self._unlooked.pop()
+    async def _look_up_new_identities(self) -> list[Exception]:
+        """Track the sessions of newly connected identities; the lookups that failed."""
+        failures: list[Exception] = []
+        unlooked, self._unlooked = self._unlooked, set()
+        for identity in unlooked:
             if identity in self._expiries or identity not in self._connections:
                 continue
             self._looking.add(identity)
             try:
                 session = await self.store.get(identity)
-            except BaseException:
-                self._unlooked.add(identity)  # the next check tries again
-                raise
-            finally:
-                current = identity in self._looking
+            except Exception as exc:
                 self._looking.discard(identity)
-            if current and session is not None and identity in self._connections:
-                self._expiries.setdefault(identity, session.expiry)
+                self._unlooked.add(identity)  # the next check tries again
+                failures.append(exc)
+                continue
+            stale = identity not in self._looking  # a change came meanwhile, and was applied
+            self._looking.discard(identity)
+            if not stale and session is not None and identity in self._connections:
+                self._expiries.setdefault(identity, session.expiry)  # unless a call looked it up
+        return failures
 
-    async def _end_expired(self) -> None:
+    async def _end_expired(self) -> list[Exception]:
+        """End the expired sessions of the identities connected here; the ends that failed."""
+        failures: list[Exception] = []
         now = _now()
 
         def ended(current: Session | None) -> tuple[Session | None, Session | None]:
@@ -396,31 +400,39 @@ class SessionService:
         for identity, expiry in list(self._expiries.items()):
             if expiry > now:
                 continue
-            session = await self.store.modify(identity, ended)
+            try:
+                session = await self.store.modify(identity, ended)
+            except Exception as exc:
+                failures.append(exc)  # still tracked: the next check tries again
+                continue
+            if self._expiries.get(identity) != expiry:
+                continue  # a change or the last disconnect came meanwhile, and was applied
             if session is not None and not is_expired(session, now):
                 self._expiries[identity] = session.expiry
-                continue
-            self._on_change(SessionChange(identity, None))
+            else:
+                self._on_change(SessionChange(identity, None))
+        return failures
 
     async def _watch_expiry(self) -> None:
         failing = False
         while True:
             await trio.sleep(self.expiry_check)
-            try:
-                await self._look_up_new_identities()
-                await self._end_expired()
-            except Exception as exc:
-                # A store outage (Redis restarting) must not end the expiry checks for good; one
-                # traceback per outage, then a line per failed check.
+            # One identity's failure (a corrupt session, a Redis outage) holds up no other's.
+            failures = await self._look_up_new_identities()
+            failures += await self._end_expired()
+            if failures:
+                # A store outage fails every identity, check after check: one traceback per
+                # outage, then a line per failed check.
+                first = failures[0]
                 log.warning(
-                    "session expiry check failed (%s: %s); trying again in %g s",
-                    type(exc).__name__,
-                    exc,
+                    "session expiry check failed for %s (%s: %s); trying again in %g s",
+                    "1 identity" if len(failures) == 1 else f"{len(failures)} identities",
+                    type(first).__name__,
+                    first,
                     self.expiry_check,
-                    exc_info=not failing,
+                    exc_info=False if failing else first,
                 )
                 failing = True
-            else:
-                if failing:
-                    log.info("session expiry checks work again")
+            elif failing:
+                log.info("session expiry checks work again")
                 failing = False

@@ -4,9 +4,9 @@ The I/O shell drives three steps, with the approval policy in the middle::
 
     request = parse_create_session(params, now=now)          # -32602, 5300, 5301, 5302
     offer = apply_support(request, supported)                # 5100, 5101, 5102
-    accounts, keep = await policy.approve(identity, offer)   # the shell's; 4001 on a no
-    session = grant(offer, identity=identity, supported=supported, accounts=accounts,
-                    keep=keep, now=now, max_expiry=max_expiry)
+    decision = await policy.decide_session(identity, offer, held)  # 4001 on a no
+    session = grant(offer, identity=identity, supported=supported, accounts=decision.accounts,
+                    keep=decision.scopes, now=now, max_expiry=max_expiry)
 
 :func:`grant` applies the support lookup again (it is idempotent), so a granted scope never holds
 more than is served even if the shell skips the middle step.
@@ -124,16 +124,14 @@ def grant(
     if max_expiry <= timedelta(0):
         raise ValueError("max_expiry must be positive")
     offer = apply_support(request, supported)
-    scopes = {
-        chain: ScopeObject(
-            methods=_narrowed(scope.methods, limit.methods if limit else None),
-            notifications=_narrowed(scope.notifications, limit.notifications if limit else None),
-            accounts=_granted_accounts(chain, accounts.get(chain, ())),
+    scopes: dict[str, ScopeObject] = {}
+    for chain, offered in offer.scopes.items():
+        if keep is not None and chain not in keep:
+            continue  # the operator did not approve this chain
+        scope = offered if keep is None else _narrow_scope(offered, keep[chain])
+        scopes[chain] = msgspec.structs.replace(
+            scope, accounts=_granted_accounts(chain, accounts.get(chain, ()))
         )
-        for chain, scope in offer.scopes.items()
-        for limit in [keep.get(chain) if keep is not None else None]
-        if keep is None or limit is not None
-    }
     if not scopes:
         raise UserRejected()
     return Session(
@@ -145,10 +143,13 @@ def grant(
     )
 
 
-def _narrowed(offered: tuple[str, ...], allowed: tuple[str, ...] | None) -> tuple[str, ...]:
-    if allowed is None:
-        return offered
-    return tuple(name for name in offered if name in allowed)
+def _narrow_scope(scope: ScopeObject, limit: ScopeObject) -> ScopeObject:
+    """``scope`` with only the methods and notifications ``limit`` lists too (its accounts kept)."""
+    return msgspec.structs.replace(
+        scope,
+        methods=tuple(m for m in scope.methods if m in limit.methods),
+        notifications=tuple(n for n in scope.notifications if n in limit.notifications),
+    )
 
 
 def _granted_accounts(chain: str, addresses: Sequence[str]) -> tuple[str, ...]:

@@ -33,14 +33,6 @@ class SessionStore(ABC):
         """The session of ``identity``, or None."""
 
     @abstractmethod
-    async def put(self, session: Session) -> None:
-        """Store ``session`` under its identity, replacing any earlier one."""
-
-    @abstractmethod
-    async def delete(self, identity: Identity) -> bool:
-        """Forget the session of ``identity``; whether there was one."""
-
-    @abstractmethod
     async def list_sessions(self) -> Sequence[Session]:
         """Every stored session (for the operator's admin API), in no particular order."""
 
@@ -54,6 +46,14 @@ class SessionStore(ABC):
         raises propagates and nothing is written.
         """
 
+    async def put(self, session: Session) -> None:
+        """Store ``session`` under its identity, replacing any earlier one (a :meth:`modify`)."""
+        await self.modify(session.identity, lambda current: (session, None))
+
+    async def delete(self, identity: Identity) -> bool:
+        """Forget the session of ``identity``; whether there was one (a :meth:`modify`)."""
+        return await self.modify(identity, lambda current: (None, current is not None))
+
 
 class MemorySessionStore(SessionStore):
     """Sessions in a dict of this process: the backend when no Redis is configured."""
@@ -65,14 +65,6 @@ class MemorySessionStore(SessionStore):
         await trio.lowlevel.checkpoint()
         data = self._sessions.get(identity)
         return None if data is None else decode_session(data)
-
-    async def put(self, session: Session) -> None:
-        await trio.lowlevel.checkpoint()
-        self._sessions[session.identity] = encode_session(session)
-
-    async def delete(self, identity: Identity) -> bool:
-        await trio.lowlevel.checkpoint()
-        return self._sessions.pop(identity, None) is not None
 
     async def list_sessions(self) -> Sequence[Session]:
         await trio.lowlevel.checkpoint()

@@ -2,35 +2,24 @@
 anything about networks is told."""
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 import pytest
 import trio
 
-from adapters.base import NetworkSpec
-from broker.app import Broker
-from broker.cli import build_network
+from broker.config import Config, ServerConfig
 from broker.limits import Limits
-from broker.networks import Networks
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.rawws import RawWebSocket
 
 BODY_TIMEOUT = 0.2
 
 
-@asynccontextmanager
-async def serving(limits: Limits) -> AsyncIterator[int]:
-    """A broker on the dev chain with ``limits``, served on 127.0.0.1; yields its port."""
-    spec = NetworkSpec("dev", "eip155:1337", "devchain", {"block_time": 0})
-    broker = Broker(Networks([build_network(spec)]), limits=limits)
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(broker.serve, "127.0.0.1", 0)
-        try:
-            yield port
-        finally:
-            broker.shutdown()
-            nursery.cancel_scope.cancel()
+def short_body_deadline() -> AbstractAsyncContextManager[RunningBroker]:
+    """A broker on the dev chain whose request bodies must arrive within ``BODY_TIMEOUT``."""
+    config = Config(server=ServerConfig(body_timeout=BODY_TIMEOUT))
+    return running_broker("--block-time", "0", config=config)
 
 
 async def read_until_closed(sock: trio.socket.SocketType) -> bytes:
@@ -49,11 +38,11 @@ def head(length: int) -> bytes:
 
 async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -> None:
     with trio.fail_after(60):
-        async with serving(Limits(http_body_timeout=BODY_TIMEOUT)) as port:
+        async with short_body_deadline() as node:
             for sent in (b"", b'{"jsonrpc":'):
                 sock = trio.socket.socket()
                 with sock:
-                    await sock.connect(("127.0.0.1", port))
+                    await sock.connect(("127.0.0.1", node.port))
                     await sock.send(head(100) + sent)
                     with trio.fail_after(10):  # a hang here is the bug
                         reply = await read_until_closed(sock)
@@ -63,7 +52,7 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -
                     assert b'"code":-32600' in rest
             async with httpx.AsyncClient() as client:
                 ok = await client.post(
-                    f"http://127.0.0.1:{port}/v3/dev",
+                    node.http_url(),
                     json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"},
                 )
                 assert ok.json()["result"] == "0x539"
@@ -72,10 +61,10 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -
 async def test_a_trickled_body_is_cut_off_at_the_deadline() -> None:
     # Every byte arrives well within the deadline: only a deadline on the whole body ends this.
     with trio.fail_after(60):
-        async with serving(Limits(http_body_timeout=BODY_TIMEOUT)) as port:
+        async with short_body_deadline() as node:
             sock = trio.socket.socket()
             with sock:
-                await sock.connect(("127.0.0.1", port))
+                await sock.connect(("127.0.0.1", node.port))
                 await sock.send(head(1_000_000))
 
                 async def trickle() -> None:

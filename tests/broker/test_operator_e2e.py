@@ -5,14 +5,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import trio
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
-from broker.admin import DISABLED
+from broker.admin import DISABLED, AdminApi
 from broker.config import Config, ServerConfig
-from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker
+from broker.sessions import Identity, Session
+from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.processes import start_scopecast
 from tests.support.redis_server import redis_server
 
@@ -21,20 +23,12 @@ FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
 SECOND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 METHODS = ["eth_blockNumber", "eth_getBlockByNumber", "eth_subscribe", "personal_sign"]
 REQUEST = {"optionalScopes": {DEV: {"methods": METHODS, "notifications": ["eth_subscription"]}}}
+DAPP = Identity.of("dev", None)  # the dapps of these tests send no Origin
 USER_REJECTED = {"code": 4001, "message": "User rejected the request."}
 
 
 def manual(timeout: float = 300.0) -> Config:
     return Config(server=ServerConfig(approval="manual", approval_timeout=timeout))
-
-
-async def waiting_approval(node: RunningBroker) -> dict[str, Any]:
-    while True:
-        pending = (await node.admin("admin_listApprovals", {}))["result"]
-        if pending:
-            approval: dict[str, Any] = pending[0]
-            return approval
-        await trio.sleep(0.05)
 
 
 async def create_with_operator(node: RunningBroker, a: Dapp, answer: dict[str, Any]) -> Any:
@@ -115,6 +109,8 @@ async def test_a_signature_nobody_approves_is_rejected_at_the_timeout() -> None:
 async def test_admin_answers_401_without_the_right_bearer_token() -> None:
     with trio.fail_after(60):
         async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+            assert isinstance(node.broker.admin, AdminApi)
+            assert node.broker.admin.enabled  # the dev token on loopback
             body = {"jsonrpc": "2.0", "id": 1, "method": "admin_listSessions", "params": {}}
             for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "dev"}):
                 reply = await client.post(f"{node.base}/admin", json=body, headers=headers)
@@ -133,6 +129,8 @@ async def test_admin_off_loopback_without_a_token_answers_401() -> None:
         async with running_broker("--host", "0.0.0.0", "--api-key", "k", "--block-time", "0") as (
             node
         ):
+            assert isinstance(node.broker.admin, AdminApi)
+            assert not node.broker.admin.enabled
             async with httpx.AsyncClient() as client:
                 reply = await client.post(
                     f"{node.base}/admin",
@@ -145,16 +143,22 @@ async def test_admin_off_loopback_without_a_token_answers_401() -> None:
 
 async def test_a_tab_that_reconnects_and_only_listens_hears_its_session_expire() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker("--block-time", "0", expiry_check=0.05) as node:
             assert node.broker.sessions is not None
-            node.broker.sessions.expiry_check = 0.2
-            soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
             async with dapp(node.ws_url()) as a:
-                await a.result(
-                    "wallet_createSession", {**REQUEST, "sessionProperties": {"expiry": soon}}
-                )
+                await a.result("wallet_createSession", REQUEST)
+            # The session expires while no tab is connected (the in-memory store keeps it: whoever
+            # reads it next ends it), without waiting on the clock.
+            past = datetime.now(UTC) - timedelta(seconds=1)
+
+            def expired(current: Session | None) -> tuple[Session | None, None]:
+                assert current is not None
+                return msgspec.structs.replace(current, expiry=past), None
+
+            await node.broker.sessions.store.modify(DAPP, expired)
             async with dapp(node.ws_url()) as b:  # the same identity, after a reconnect: no calls
                 assert (await b.notification())["params"] == {"sessionScopes": {}}
+            assert await node.broker.sessions.store.get(DAPP) is None
 
 
 async def test_direct_signing_over_the_websocket_of_the_dev_network() -> None:

@@ -1,15 +1,16 @@
 """One session behaviour, two backends: a real broker with its sessions in memory, and the same
 broker with ``--redis-url`` (sessions in a real redis-server, changes on its stream). Two dapp
 connections of one identity share the session; operator updates, partial and full revocation and
-expiry reach the other connection; ``scopecast_sessions`` is current at every step. And a Redis
-failure: the expiry checks it fails log one traceback, then a line each."""
+expiry reach the other connection; ``scopecast_sessions`` is current at every step and counts only
+the dapps connected here. And a Redis failure: the expiry checks it fails log one traceback, then a
+line each, and one identity's failure does not keep another's session from expiring."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,17 +18,17 @@ import httpx
 import pytest
 import trio
 
-from broker.cli import build_broker, parser
 from broker.config import Config
 from broker.redis_store import RedisSessionStore
 from broker.sessions import Identity
 from tests.redis.collect import Collector
-from tests.support.inprocess import Dapp, RunningBroker, dapp
+from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker
 from tests.support.redis_server import redis_command, redis_server
 
 DEV = "eip155:1337"
 SECOND = "eip155:1338"
 ORIGIN = "https://dapp.example"
+OTHER_ORIGIN = "https://other.example"
 SCOPE = {"methods": ["eth_blockNumber", "eth_subscribe"], "notifications": ["eth_subscription"]}
 TWO_CHAINS = Config(
     networks={
@@ -49,23 +50,22 @@ def backend(request: pytest.FixtureRequest) -> Iterator[list[str]]:
             yield ["--redis-url", server.url]
 
 
-@asynccontextmanager
-async def serving(
+def serving(
     backend: list[str], *, expiry_check: float = NEVER
-) -> AsyncIterator[RunningBroker]:
-    """A broker of the two dev chains on ``backend`` (``running_broker``, with the expiry check's
-    period set before it starts: the first check waits that long)."""
-    args = parser().parse_args(["serve", "--port", "0", "--block-time", "0", *backend])
-    broker = build_broker(args, TWO_CHAINS)
-    assert broker.sessions is not None
-    broker.sessions.expiry_check = expiry_check
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(broker.serve, "127.0.0.1", 0)
-        try:
-            yield RunningBroker(broker, port)
-        finally:
-            broker.shutdown()
-            nursery.cancel_scope.cancel()
+) -> AbstractAsyncContextManager[RunningBroker]:
+    """A broker of the two dev chains on ``backend``."""
+    return running_broker(
+        "--block-time", "0", *backend, config=TWO_CHAINS, expiry_check=expiry_check
+    )
+
+
+def expiring() -> str:
+    """The ``sessionProperties.expiry`` of a session that is to expire during the test.
+
+    Granted in whole seconds, so at least 4 s from now: ample for ``wallet_createSession`` to
+    finish (else it fails with 5302), even on a loaded machine.
+    """
+    return (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
 
 
 async def sessions_gauge(node: RunningBroker) -> float:
@@ -141,6 +141,34 @@ async def test_operator_update_of_a_missing_session_is_refused(backend: list[str
             assert reply["error"]["code"] == -32602
 
 
+async def test_only_the_sessions_of_dapps_connected_here_are_tracked(backend: list[str]) -> None:
+    # With Redis every process hears every change: each tracks (and ends at expiry) only the
+    # sessions of its own dapps, which scopecast_sessions counts.
+    with trio.fail_after(60):
+        async with (
+            serving(backend) as node,
+            dapp(node.ws_url(), origin=ORIGIN) as a,
+            dapp(node.ws_url(), origin=ORIGIN) as b,
+        ):
+            async with httpx.AsyncClient() as client:  # a dapp with no connection here
+                reply = await client.post(
+                    node.http_url(),
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "wallet_createSession",
+                        "params": {"optionalScopes": {DEV: SCOPE}},
+                    },
+                    headers={"Origin": OTHER_ORIGIN},
+                )
+            assert "error" not in reply.json(), reply.json()
+            created = await a.result("wallet_createSession", {"optionalScopes": {DEV: SCOPE}})
+            # Changes are heard in order: b hearing of a's change means the other was heard too.
+            assert await session_changed(b) == created["sessionScopes"]
+            assert await sessions_gauge(node) == 1
+            assert len((await node.admin("admin_listSessions", {}))["result"]) == 2
+
+
 async def test_expiry_ends_the_session_on_every_connection(backend: list[str]) -> None:
     with trio.fail_after(60):
         async with (
@@ -148,10 +176,9 @@ async def test_expiry_ends_the_session_on_every_connection(backend: list[str]) -
             dapp(node.ws_url(), origin=ORIGIN) as a,
             dapp(node.ws_url(), origin=ORIGIN) as b,
         ):
-            soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
             created = await a.result(
                 "wallet_createSession",
-                {"optionalScopes": {DEV: SCOPE}, "sessionProperties": {"expiry": soon}},
+                {"optionalScopes": {DEV: SCOPE}, "sessionProperties": {"expiry": expiring()}},
             )
             assert await session_changed(b) == created["sessionScopes"]
             assert await session_changed(a) == {}
@@ -194,9 +221,23 @@ async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
                 # connection Redis refuses, which the warnings filter would report).
                 key = store.key(Identity.of("dev", ORIGIN))
                 assert await redis_command(redis.port, "LPUSH", key, "x") == b":1\r\n"
-                # A new identity connects: every check tries to look its session up, and fails.
-                async with dapp(node.ws_url(), origin=ORIGIN) as a:
+                async with (
+                    dapp(node.ws_url(), origin=OTHER_ORIGIN) as other,
+                    dapp(node.ws_url(), origin=ORIGIN) as a,
+                ):
+                    # A new identity connects: every check tries to look its session up, and
+                    # fails; yet another identity's session expires and its end is announced.
+                    await other.result(
+                        "wallet_createSession",
+                        {
+                            "optionalScopes": {DEV: SCOPE},
+                            "sessionProperties": {"expiry": expiring()},
+                        },
+                    )
                     failed = await records.wait_for("session expiry check failed", count=4)
+                    assert await session_changed(other) == {}
+                    assert (await other.result("wallet_getSession", {}))["sessionScopes"] == {}
+                    assert await store.get(Identity.of("dev", OTHER_ORIGIN)) is None
                     assert await redis_command(redis.port, "DEL", key) == b":1\r\n"
                     await records.wait_for("session expiry checks work again")
                     assert (await a.result("wallet_getSession", {}))["sessionScopes"] == {}

@@ -23,7 +23,7 @@ from broker.session_changes import MemoryChangeBus, SessionChange, SessionChange
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore, encode_session
 from schemas.caip import ScopeObject
 from tests.redis.collect import Collector
-from tests.redis.fakechain import make_block
+from tests.support.fake_chain import make_block
 from tests.support.redis_server import RedisServer
 
 ORIGIN = "https://dapp.example"

@@ -63,11 +63,18 @@ class RunningBroker:
 
 @asynccontextmanager
 async def running_broker(
-    *cli_args: str, config: Config | None = None
+    *cli_args: str, config: Config | None = None, expiry_check: float | None = None
 ) -> AsyncIterator[RunningBroker]:
-    """Serve a broker built from ``scopecast serve`` arguments; stop it on exit."""
+    """Serve a broker built from ``scopecast serve`` arguments; stop it on exit.
+
+    ``expiry_check`` sets the period of the session expiry checks before the broker starts (the
+    first check waits that long).
+    """
     args = parser().parse_args(["serve", "--port", "0", *cli_args])
     broker = build_broker(args, config or Config())
+    if expiry_check is not None:
+        assert broker.sessions is not None
+        broker.sessions.expiry_check = expiry_check
     async with trio.open_nursery() as nursery:
         port = await nursery.start(broker.serve, "127.0.0.1", 0)
         try:
@@ -75,6 +82,16 @@ async def running_broker(
         finally:
             broker.shutdown()
             nursery.cancel_scope.cancel()
+
+
+async def waiting_approval(node: RunningBroker) -> dict[str, Any]:
+    """The first request waiting for the operator (polls ``admin_listApprovals`` until one is)."""
+    while True:
+        pending = (await node.admin("admin_listApprovals", {}))["result"]
+        if pending:
+            approval: dict[str, Any] = pending[0]
+            return approval
+        await trio.sleep(0.05)
 
 
 class Dapp:
