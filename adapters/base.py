@@ -52,6 +52,14 @@ the broker's head tracker fills gaps with :meth:`ChainAdapter.fetch_block`)."""
 
 
 @dataclass(frozen=True, slots=True)
+class IngestionStatistics:
+    """A snapshot of what an adapter's ingestion side counted for one chain, for metrics."""
+
+    #: Blocks reported without their logs (more of them than the adapter fetches for one block).
+    blocks_without_logs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class NetworkSpec:
     """One configured network: its name, CAIP-2 chain id and the adapter's own options."""
 
@@ -107,6 +115,11 @@ class ChainAdapter(ABC):
         """Report new head blocks to ``on_block`` until cancelled. Default: none ever."""
         task_status.started()
         await trio.sleep_forever()
+
+    def ingestion_statistics(self, chain: str) -> IngestionStatistics | None:
+        """What the ingestion side counted for ``chain`` so far; None (the default) if the
+        adapter counts nothing. Read by the broker's metrics at every scrape."""
+        return None
 
 
 ChainReader = Callable[[str, list[Any]], Awaitable[Any]]

@@ -8,9 +8,10 @@ longer than one backfill batch is filled forwards instead, a batch at a time (:c
 the segment held in memory stays bounded however long the gap.
 Once connected, it emits, in order: the orphaned blocks' logs as removed (oldest first), then for each
 new block its head and its logs. Every height is emitted once. What cannot be connected is reported
-(the caller logs and counts it), never silent: a reorganisation deeper than the window
-(:attr:`Advanced.deep_reorg`), and heights given up on (:attr:`Advanced.skipped`: a gap longer than
-``max_catch_up``, or blocks the adapter could not produce).
+(the caller logs and counts it), never silent: a reorganisation whose fork point is out of reach
+(:attr:`Advanced.deep_reorg`: deeper than the window, or its blocks could not be fetched), and
+heights given up on (:attr:`Advanced.skipped`: a gap longer than ``max_catch_up``, or blocks the
+adapter could not produce).
 """
 
 from __future__ import annotations
@@ -50,12 +51,18 @@ class NeedRange:
 @dataclass(frozen=True, slots=True)
 class Advanced:
     """The segment connected: the events to publish, how many blocks were orphaned, and the
-    heights that will never be emitted (empty unless the tracker had to give up on a gap)."""
+    heights that will never be emitted (empty unless the tracker had to give up on a gap).
+
+    On a reorganisation ``fork_height`` is the first height whose block was replaced; when
+    ``deep_reorg`` the fork point was out of reach, so the fork is at that height or below it and
+    ``reorg_depth`` counts only the orphaned blocks the window held.
+    """
 
     events: list[ChainEvent] = field(default_factory=list)
     reorg_depth: int = 0
     deep_reorg: bool = False
     skipped: range = range(0)
+    fork_height: int | None = None
 
 
 class HeadTracker:
@@ -105,31 +112,37 @@ class HeadTracker:
             return self._reorg(segment)
         gap = range(head.number + 1, first.number)
         if len(gap) > self.max_catch_up:
-            return self._jump(segment, gap)
+            return self._replace_window(segment, gap)
         if gap and newest.number - head.number > self.backfill:
             return NeedRange(gap.start, min(gap.start + self.backfill, gap.stop) - 1)
         if first.number - 1 < self._blocks[0].number or len(segment) > self.backfill + self.window:
-            # The fork point is older than the window: nothing left to connect to. The window's
-            # blocks from the segment's height on are orphaned (none of the segment is known):
-            # their logs are removed; those of older orphaned blocks are beyond reach.
-            orphaned = [b for b in self._blocks if b.number >= first.number]
-            self._reset()
-            events: list[ChainEvent] = [
-                LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
-            ]
-            events.extend(self._extend(segment).events)
-            return Advanced(events, len(orphaned), deep_reorg=True)
+            # The fork point is older than the window: nothing left to connect to.
+            return self._replace_window(segment, range(0))
         return NeedParent(first.parent_hash, first.number - 1)
 
     def restart(self, block: ChainBlock) -> Advanced:
         """Start again at ``block`` (the blocks to connect it could not be fetched)."""
         head = self.head
         gap = range(head.number + 1, block.number) if head is not None else range(0)
-        return self._jump([block], gap)
+        return self._replace_window([block], gap)
 
-    def _jump(self, segment: list[ChainBlock], skipped: range) -> Advanced:
+    def _replace_window(self, segment: list[ChainBlock], skipped: range) -> Advanced:
+        """Start the window again with ``segment``, which does not connect to it.
+
+        The window's blocks from the segment's height on are orphaned (none of the segment is
+        known): their logs are removed, oldest first. Those of older orphaned blocks (the fork
+        point is out of reach) cannot be, hence ``deep_reorg``.
+        """
+        first = segment[0].number
+        orphaned = [b for b in self._blocks if b.number >= first]
         self._reset()
-        return Advanced(self._extend(segment).events, skipped=skipped)
+        events: list[ChainEvent] = [
+            LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
+        ]
+        events.extend(self._extend(segment).events)
+        if not orphaned:
+            return Advanced(events, skipped=skipped)
+        return Advanced(events, len(orphaned), deep_reorg=True, skipped=skipped, fork_height=first)
 
     def _extend(self, segment: list[ChainBlock]) -> Advanced:
         events: list[ChainEvent] = []
@@ -152,7 +165,7 @@ class HeadTracker:
             LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
         ]
         events.extend(self._extend(segment).events)
-        return Advanced(events, reorg_depth=len(orphaned))
+        return Advanced(events, reorg_depth=len(orphaned), fork_height=fork_number + 1)
 
     def _push(self, block: ChainBlock) -> None:
         if len(self._blocks) == self._blocks.maxlen:

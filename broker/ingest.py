@@ -29,6 +29,7 @@ class ChainIngestion:
         # The chain's counters exist from the start (at 0): an alert on them needs no absent().
         metrics.reorgs.labels(chain)
         metrics.skipped_heights.labels(chain)
+        metrics.watch_ingestion(chain, adapter)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Follow the adapter until cancelled."""
@@ -75,17 +76,24 @@ class ChainIngestion:
         if outcome.reorg_depth or outcome.deep_reorg:
             self.metrics.reorgs.labels(self.chain).inc()
             self.metrics.reorg_depth.labels(self.chain).observe(outcome.reorg_depth)
-            level = logging.ERROR if outcome.deep_reorg else logging.INFO
-            log.log(
-                level,
-                "%s: reorganisation of depth %d%s at height %d",
-                self.chain,
-                outcome.reorg_depth,
-                " (deeper than the window: removed logs may be incomplete)"
-                if outcome.deep_reorg
-                else "",
-                block.number,
-            )
+            if outcome.deep_reorg:
+                log.error(
+                    "%s: reorganisation of depth %d (deeper than the window, or its blocks could "
+                    "not be fetched: removed logs may be incomplete) at height %s or below "
+                    "(reported head %d)",
+                    self.chain,
+                    outcome.reorg_depth,
+                    outcome.fork_height,
+                    block.number,
+                )
+            else:
+                log.info(
+                    "%s: reorganisation of depth %d at height %s (reported head %d)",
+                    self.chain,
+                    outcome.reorg_depth,
+                    outcome.fork_height,
+                    block.number,
+                )
         if outcome.skipped:
             self.metrics.skipped_heights.labels(self.chain).inc(len(outcome.skipped))
             log.error(

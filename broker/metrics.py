@@ -2,24 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
 
 if TYPE_CHECKING:
+    from adapters.base import ChainAdapter
     from broker.errors import RpcError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-#: Blocks delivered without their logs because they had more than ``max_block_logs`` of them.
-#: Counted by the upstream adapter, which has no handle on a broker's :class:`Metrics`: one counter
-#: for the process, registered in every broker's registry.
-BLOCKS_WITHOUT_LOGS = Counter(
-    "scopecast_blocks_without_logs",
-    "Blocks delivered to subscribers without their logs (more than max_block_logs)",
-    ["network"],
-    registry=None,
-)
+
+class _IngestionCollector:
+    """Exports what the chain adapters count themselves (:meth:`ChainAdapter.ingestion_statistics`),
+    read at every scrape: the adapters keep the counts, this registry only reports them."""
+
+    def __init__(self) -> None:
+        self.adapters: dict[str, ChainAdapter] = {}
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield self._blocks_without_logs()
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = self._blocks_without_logs()
+        for chain, adapter in self.adapters.items():
+            statistics = adapter.ingestion_statistics(chain)
+            if statistics is not None:
+                family.add_metric([chain], statistics.blocks_without_logs)
+        yield family
+
+    @staticmethod
+    def _blocks_without_logs() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "scopecast_blocks_without_logs",
+            "Blocks delivered to subscribers without their logs (more than max_block_logs)",
+            labels=["chain"],
+        )
 
 
 class Metrics:
@@ -59,7 +79,8 @@ class Metrics:
             ["chain"],
             registry=r,
         )
-        r.register(BLOCKS_WITHOUT_LOGS)
+        self._ingestion = _IngestionCollector()
+        r.register(self._ingestion)
         self.requests = Counter(
             "scopecast_requests", "JSON-RPC calls answered", ["method", "outcome"], registry=r
         )
@@ -71,6 +92,10 @@ class Metrics:
             registry=r,
         )
         self._known_methods: set[str] = set()
+
+    def watch_ingestion(self, chain: str, adapter: ChainAdapter) -> None:
+        """Export the counts ``adapter`` keeps for ``chain`` (``scopecast_blocks_without_logs``)."""
+        self._ingestion.adapters[chain] = adapter
 
     def observe_request(self, method: str, seconds: float, error: RpcError | None) -> None:
         # Unknown method names come from clients: fold them so they cannot grow the label set.

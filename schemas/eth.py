@@ -498,8 +498,8 @@ def decode_log_filter(value: Any) -> LogFilter:
         block_hash=block_hash,
         from_block=from_block,
         to_block=to_block,
-        addresses=_decode_filter_addresses(fields.get("address")),
-        topics=_decode_filter_topics(fields.get("topics")),
+        addresses=decode_filter_addresses(fields.get("address")),
+        topics=decode_filter_topics(fields.get("topics")),
     )
 
 
@@ -513,7 +513,8 @@ def _struct_field_error(reason: str, field: str) -> str:
     return reason
 
 
-def _decode_filter_addresses(value: Any) -> tuple[str, ...]:
+def decode_filter_addresses(value: Any) -> tuple[str, ...]:
+    """A filter's ``address`` (one address, a list, or absent), lowercase, as given."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -534,7 +535,8 @@ def _decode_filter_addresses(value: Any) -> tuple[str, ...]:
     raise ArgumentError("invalid addresses in query")
 
 
-def _decode_filter_topics(value: Any) -> tuple[tuple[str, ...] | None, ...]:
+def decode_filter_topics(value: Any) -> tuple[tuple[str, ...] | None, ...]:
+    """A filter's ``topics``: per position, the alternatives (lowercase) or None for any."""
     if value is None:
         return ()
     if not isinstance(value, list):

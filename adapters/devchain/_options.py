@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import msgspec
 
-from adapters.base import NetworkSpec
-from broker.config import ConfigError
-
 from .accounts import DEFAULT_ACCOUNTS, DEFAULT_MNEMONIC
 
 
@@ -33,11 +30,3 @@ class DevChainOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
             raise ValueError("`accounts` must not be negative")
         if self.genesis is None and (self.chain_file is not None or self.forkchoice is not None):
             raise ValueError("the `chain_file` and `forkchoice` options need a `genesis`")
-
-
-def decode_options(spec: NetworkSpec) -> DevChainOptions:
-    """The typed options of ``spec``; a :class:`ConfigError` naming the network otherwise."""
-    try:
-        return msgspec.convert(dict(spec.options), DevChainOptions)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"networks.{spec.name} (devchain adapter): {exc}") from exc

@@ -14,12 +14,13 @@ from typing import Any, ClassVar, Final
 import msgspec
 import trio
 
+from adapters._options import decode_options
 from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
 from broker.errors import InvalidParams, MethodNotFound, ServerError
 from schemas import eth as schema
 
 from . import demo
-from ._options import decode_options
+from ._options import DevChainOptions
 from .accounts import DevAccount, derive_accounts
 from .bootstrap import create_dev_chain
 from .chain import LocalChain
@@ -65,15 +66,9 @@ class DevChainAdapter(ChainAdapter):
     name: ClassVar[str] = "devchain"
 
     def __init__(self, spec: NetworkSpec) -> None:
-        options = decode_options(spec)
+        self.options = decode_options(spec, DevChainOptions, self.name)
         self.spec = spec
-        self.block_time = options.block_time
         self.chain_id = chain_id_of(spec.chain)
-        self._mnemonic = options.mnemonic
-        self._account_count = options.accounts
-        self._genesis = options.genesis
-        self._chain_file = options.chain_file
-        self._forkchoice = options.forkchoice
         self._chain: LocalChain | None = None
         self._accounts: tuple[DevAccount, ...] = ()
         self._token: bytes | None = None
@@ -108,17 +103,20 @@ class DevChainAdapter(ChainAdapter):
     async def start(self) -> None:
         if self._chain is not None:
             return
-        if self._genesis is not None:
-            genesis_chain_id = int(read_geth_genesis(Path(self._genesis)).config.get("chainId", 1))
+        options = self.options
+        if options.genesis is not None:
+            genesis_chain_id = int(
+                read_geth_genesis(Path(options.genesis)).config.get("chainId", 1)
+            )
             if genesis_chain_id != self.chain_id:
                 raise ValueError(
                     f"{self.spec.chain} does not match the genesis chain id {genesis_chain_id}"
                 )
             chain = await trio.to_thread.run_sync(
                 import_geth_chain,
-                Path(self._genesis),
-                Path(self._chain_file) if self._chain_file else None,
-                Path(self._forkchoice) if self._forkchoice else None,
+                Path(options.genesis),
+                Path(options.chain_file) if options.chain_file else None,
+                Path(options.forkchoice) if options.forkchoice else None,
             )
             self._chain = chain
         else:
@@ -126,7 +124,7 @@ class DevChainAdapter(ChainAdapter):
         self._handlers = {**ReadMethods(self.chain, self._pool).table(), **self._write_methods()}
 
     def _create_dev_chain(self) -> LocalChain:
-        self._accounts = derive_accounts(self._mnemonic, self._account_count)
+        self._accounts = derive_accounts(self.options.mnemonic, self.options.accounts)
         chain = create_dev_chain(self.chain_id, self._accounts)
         if len(self._accounts) >= 2:
             self._deploy_token(chain)
@@ -214,7 +212,7 @@ class DevChainAdapter(ChainAdapter):
                 self._pool.add(tx, sender)
             except TxRejected as exc:
                 raise ServerError(str(exc)) from None
-            if self.block_time == 0:
+            if self.options.block_time == 0:
                 await self._mine_locked()
                 if self._pool.get(tx.hash) is None and data(tx.hash) not in chain.transactions:
                     raise ServerError("transaction rejected while building the block")
@@ -353,7 +351,7 @@ class DevChainAdapter(ChainAdapter):
         async with trio.open_nursery() as nursery:
             self._subscribers.add(send)
             try:
-                if self.block_time > 0 and not self._miner_running:
+                if self.options.block_time > 0 and not self._miner_running:
                     self._miner_running = True
                     nursery.start_soon(self._run_miner)
                 send.send_nowait(self.chain.head.chain_block())
@@ -367,7 +365,7 @@ class DevChainAdapter(ChainAdapter):
 
     async def _run_miner(self) -> None:
         try:
-            await self._mine_every(self.block_time)
+            await self._mine_every(self.options.block_time)
         finally:
             self._miner_running = False
 

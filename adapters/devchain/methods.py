@@ -38,7 +38,6 @@ from .txpool import TxPool
 
 Handler = Callable[[msgspec.Raw], Awaitable[Any]]
 
-MAX_FILTER_CRITERIA: Final = schema.MAX_FILTER_CRITERIA
 INLINE_SCAN_LOGS: Final = 2_000  # larger scans go to a worker thread
 PRIORITY_FEE: Final = 10**9
 MAX_FEE_HISTORY: Final = 1024
@@ -119,6 +118,20 @@ def _decode_call(value: Any) -> CallRequest:
     return CallRequest(**request)
 
 
+def _scan_within_limits(blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
+    """The logs of ``blocks`` that ``matcher`` selects, within SPEC §8's bounds (10,000 results,
+    ``MAX_SECONDS`` of scanning): past either, -32005 :class:`LimitExceeded` with geth's text.
+
+    Runs inline or in a worker thread (the exception crosses back to the event loop as is).
+    """
+    try:
+        return scan(blocks, matcher, timeout=MAX_SECONDS)
+    except TooManyResults:
+        raise LimitExceeded("query returned more than 10000 results") from None
+    except QueryTimeout:
+        raise LimitExceeded("query timeout exceeded") from None
+
+
 READ_METHODS: Final[dict[str, str]] = {
     "web3_clientVersion": "client_version",
     "net_version": "net_version",
@@ -156,18 +169,11 @@ READ_METHODS: Final[dict[str, str]] = {
 
 
 class ReadMethods:
-    """Handlers of the read-only node methods over one :class:`LocalChain`.
+    """Handlers of the read-only node methods over one :class:`LocalChain`."""
 
-    ``log_query_seconds`` is the time one ``eth_getLogs`` scan may take (SPEC §8: 10 seconds)
-    before it fails with -32005 ``query timeout exceeded``.
-    """
-
-    def __init__(
-        self, chain: LocalChain, pool: TxPool, *, log_query_seconds: float = MAX_SECONDS
-    ) -> None:
+    def __init__(self, chain: LocalChain, pool: TxPool) -> None:
         self.chain = chain
         self.pool = pool
-        self.log_query_seconds = log_query_seconds
 
     def table(self) -> dict[str, Handler]:
         """The handlers by RPC method name."""
@@ -335,9 +341,9 @@ class ReadMethods:
     async def get_logs(self, raw: msgspec.Raw) -> msgspec.Raw:
         params = positional(raw, 1)
         criteria = argument(params, 0, schema.decode_log_filter)
-        if criteria.criteria_count() > MAX_FILTER_CRITERIA:
+        if criteria.criteria_count() > schema.MAX_FILTER_CRITERIA:
             raise invalid_argument(
-                0, f"too many addresses and topics (at most {MAX_FILTER_CRITERIA})"
+                0, f"too many addresses and topics (at most {schema.MAX_FILTER_CRITERIA})"
             )
         matcher = LogMatcher.build(criteria.addresses, criteria.topics)
         if criteria.block_hash is not None:
@@ -347,7 +353,7 @@ class ReadMethods:
             blocks = [
                 BlockLogs(record.number, record.logs, record.log_addresses, record.log_topics)
             ]
-            return json_array(self._scan_inline(blocks, matcher))
+            return json_array(_scan_within_limits(blocks, matcher))
         begin = criteria.from_block if criteria.from_block is not None else "latest"
         end = criteria.to_block if criteria.to_block is not None else "latest"
         first = begin if isinstance(begin, int) else self.chain.tag_number(begin)
@@ -358,27 +364,10 @@ class ReadMethods:
         if last > self.chain.head.number:
             raise InvalidParams("block range extends beyond current head block")
         index = self.chain.logs
-        if index.count(first, last) <= INLINE_SCAN_LOGS:
-            return json_array(self._scan_inline(index.blocks(first, last), matcher))
         blocks = index.blocks(first, last)
-        try:
-            found = await trio.to_thread.run_sync(self._scan, blocks, matcher)
-        except TooManyResults:
-            raise LimitExceeded("query returned more than 10000 results") from None
-        except QueryTimeout:
-            raise LimitExceeded("query timeout exceeded") from None
-        return json_array(found)
-
-    def _scan(self, blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
-        return scan(blocks, matcher, timeout=self.log_query_seconds)
-
-    def _scan_inline(self, blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
-        try:
-            return self._scan(blocks, matcher)
-        except TooManyResults:
-            raise LimitExceeded("query returned more than 10000 results") from None
-        except QueryTimeout:
-            raise LimitExceeded("query timeout exceeded") from None
+        if index.count(first, last) <= INLINE_SCAN_LOGS:
+            return json_array(_scan_within_limits(blocks, matcher))
+        return json_array(await trio.to_thread.run_sync(_scan_within_limits, blocks, matcher))
 
     # ----------------------------------------------------------------------------------------------
     # State

@@ -9,7 +9,14 @@ from typing import ClassVar
 import msgspec
 import trio
 
-from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
+from adapters._options import decode_options
+from adapters.base import (
+    BlockHandler,
+    ChainAdapter,
+    ChainBlock,
+    IngestionStatistics,
+    NetworkSpec,
+)
 from broker.config import ConfigError
 from broker.errors import InvalidParams, LimitExceeded, MethodNotFound
 
@@ -18,7 +25,7 @@ from ._forwarding import Forwarder
 from ._heads import HeadFollower
 from ._health import UpstreamStatus
 from ._logs_query import check_logs_params
-from ._options import UpstreamOptions, decode_options, expected_chain_id
+from ._options import UpstreamOptions, expected_chain_id
 from ._transport import HttpUpstream
 
 log = logging.getLogger(__name__)
@@ -39,7 +46,7 @@ class UpstreamAdapter(ChainAdapter):
 
     def __init__(self, spec: NetworkSpec) -> None:
         self.spec = spec
-        self.options: UpstreamOptions = decode_options(spec)
+        self.options = decode_options(spec, UpstreamOptions, self.name)
         self.chain_id = expected_chain_id(spec)
         self._methods = self.options.methods
         upstreams = [
@@ -80,6 +87,12 @@ class UpstreamAdapter(ChainAdapter):
     def statistics(self) -> list[UpstreamStatus]:
         """Each upstream's health, in priority order."""
         return self.forwarder.statistics()
+
+    def ingestion_statistics(self, chain: str) -> IngestionStatistics | None:
+        """What fetching blocks for ingestion counted (None for a chain not served here)."""
+        if chain != self.spec.chain:
+            return None
+        return IngestionStatistics(blocks_without_logs=self.fetcher.blocks_without_logs)
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> msgspec.Raw:
         """Forward one call; the upstream's ``result`` comes back as the node encoded it."""

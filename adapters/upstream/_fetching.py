@@ -14,7 +14,6 @@ import msgspec
 
 from adapters.base import ChainBlock, LogRecord
 from broker.errors import LimitExceeded, RpcError, WireError
-from broker.metrics import BLOCKS_WITHOUT_LOGS
 
 from ._blocks import Header, log_records
 from ._forwarding import Forwarder
@@ -32,7 +31,8 @@ class BlockFetcher:
         self.network = network
         self.forwarder = forwarder
         self.max_block_logs = max_block_logs
-        BLOCKS_WITHOUT_LOGS.labels(network)  # exported at 0 from the start
+        #: Blocks returned without their logs (more than ``max_block_logs``), for statistics.
+        self.blocks_without_logs = 0
 
     async def by_hash(self, block_hash: str, *, prefer: int | None = None) -> ChainBlock | None:
         """The block with ``block_hash`` (canonical or not), None if no upstream knows it."""
@@ -76,7 +76,7 @@ class BlockFetcher:
                 "eth_getLogs", params, prefer=prefer, max_results=self.max_block_logs
             )
         except LimitExceeded:
-            BLOCKS_WITHOUT_LOGS.labels(self.network).inc()
+            self.blocks_without_logs += 1
             log.error(
                 "%s: block %d (%s) has more than %d logs (max_block_logs); "
                 "its logs are not delivered to subscribers",

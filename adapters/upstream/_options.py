@@ -148,14 +148,6 @@ class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
         return frozenset(self.read_methods) | frozenset(self.write_methods)
 
 
-def decode_options(spec: NetworkSpec) -> UpstreamOptions:
-    """The typed options of ``spec``; a :class:`ConfigError` naming the network otherwise."""
-    try:
-        return msgspec.convert(dict(spec.options), UpstreamOptions)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"networks.{spec.name} (upstream adapter): {exc}") from exc
-
-
 def endpoint_label(index: int, url: str) -> str:
     """How logs and errors name an upstream: its position and host, never its path or
     credentials (provider URLs often carry an API key)."""

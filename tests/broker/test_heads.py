@@ -5,11 +5,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import msgspec
 import pytest
 import trio
 
-from adapters.base import ChainAdapter, ChainBlock, LogRecord
+from adapters.base import ChainBlock, LogRecord
 from broker.bus import MemoryBus
 from broker.events import HeadEvent, LogsEvent
 from broker.heads import (
@@ -23,6 +22,7 @@ from broker.heads import (
 )
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
+from tests.support.fake_chain import FakeChain, make_block
 
 CHAIN = "eip155:1337"
 
@@ -218,44 +218,47 @@ def test_restart_reports_the_heights_it_skips() -> None:
     assert HeadTracker(CHAIN).restart(block(3)).skipped == range(0)
 
 
+def test_restart_at_or_below_the_head_removes_the_logs_it_orphans() -> None:
+    tracker = HeadTracker(CHAIN)
+    for n in range(1, 6):
+        tracker.offer([block(n)])
+    outcome = tracker.restart(block(4, "b", parent_branch="x"))  # b3 could not be fetched
+    assert describe(outcome) == [
+        ("logs", 4, True),
+        ("logs", 5, True),
+        ("head", 4, False),
+        ("logs", 4, False),
+    ]
+    assert outcome.reorg_depth == 2
+    assert outcome.deep_reorg, "the fork point is unknown: older logs may be orphaned too"
+    assert outcome.fork_height == 4
+    assert outcome.skipped == range(0)
+    assert tracker.head is not None
+    assert tracker.head.hash == "0xb4"
+    # the window goes on from b4
+    assert describe(tracker.offer([block(5, "b")])) == [("head", 5, False), ("logs", 5, False)]
+
+
+def test_a_reorg_reports_the_first_height_it_replaced() -> None:
+    tracker = HeadTracker(CHAIN)
+    for n in range(1, 6):
+        tracker.offer([block(n)])
+    segment = [block(4, "b", parent_branch="a"), block(5, "b"), block(6, "b")]
+    outcome = tracker.offer(segment)
+    assert isinstance(outcome, Advanced)
+    assert (outcome.reorg_depth, outcome.fork_height, outcome.deep_reorg) == (2, 4, False)
+
+
 # --------------------------------------------------------------------------------------------------
 # Ingestion: what the tracker reports is published, logged and counted
 
 
-class DictChain(ChainAdapter):
-    """A chain adapter serving blocks from a dict (the tracker's input, without a chain behind it)."""
-
-    name = "dict"
-
-    def __init__(self, blocks: list[ChainBlock]) -> None:
-        self.by_hash = {b.hash: b for b in blocks}
-        self.by_number: dict[int, ChainBlock] = {}
-        for b in blocks:
-            self.by_number.setdefault(b.number, b)
-
-    def chains(self) -> list[str]:
-        return [CHAIN]
-
-    def methods(self, chain: str) -> frozenset[str]:
-        return frozenset()
-
-    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
-        raise NotImplementedError
-
-    async def fetch_block(
-        self, chain: str, *, number: int | None = None, block_hash: str | None = None
-    ) -> ChainBlock | None:
-        if block_hash is not None:
-            return self.by_hash.get(block_hash)
-        return None if number is None else self.by_number.get(number)
-
-
 @asynccontextmanager
-async def ingesting(blocks: list[ChainBlock]) -> AsyncIterator[tuple[ChainIngestion, list[Any]]]:
+async def ingesting(chain: FakeChain) -> AsyncIterator[tuple[ChainIngestion, list[Any]]]:
     bus, published = MemoryBus(), list[Any]()
     async with trio.open_nursery() as nursery:
         await nursery.start(bus.serve_reader, [CHAIN], published.append)
-        yield ChainIngestion(DictChain(blocks), CHAIN, bus, Metrics()), published
+        yield ChainIngestion(chain, CHAIN, bus, Metrics()), published
         nursery.cancel_scope.cancel()
 
 
@@ -270,10 +273,11 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_ingestion_catches_up_a_long_gap_without_skipping(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    chain = [block(n) for n in range(1, 2501)]
+    chain = FakeChain(CHAIN)
+    mined = chain.mine(2500)
     async with ingesting(chain) as (ingestion, published):
-        await ingestion.on_block(chain[99])
-        await ingestion.on_block(chain[-1])  # head 2500 after an outage
+        await ingestion.on_block(mined[99])
+        await ingestion.on_block(mined[-1])  # head 2500 after an outage
     assert [e.block.number for e in published if isinstance(e, HeadEvent)] == list(range(100, 2501))
     assert sample(ingestion, "scopecast_skipped_heights_total") == 0
     assert errors(caplog) == []
@@ -283,7 +287,7 @@ async def test_ingestion_logs_and_counts_the_heights_it_skips(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     far = 100 + MAX_CATCH_UP + 2
-    async with ingesting([]) as (ingestion, published):
+    async with ingesting(FakeChain(CHAIN)) as (ingestion, published):
         await ingestion.on_block(block(100))
         with caplog.at_level(logging.INFO, logger="broker"):
             await ingestion.on_block(block(far))
@@ -295,7 +299,8 @@ async def test_ingestion_logs_and_counts_the_heights_it_skips(
 async def test_ingestion_counts_the_heights_of_blocks_the_node_cannot_produce(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with ingesting([]) as (ingestion, published):  # the node knows no block but heads
+    # the node knows none of the blocks but the heads it reports
+    async with ingesting(FakeChain(CHAIN)) as (ingestion, published):
         await ingestion.on_block(block(10))
         with caplog.at_level(logging.INFO, logger="broker"):
             await ingestion.on_block(block(20))
@@ -308,12 +313,13 @@ async def test_ingestion_counts_the_heights_of_blocks_the_node_cannot_produce(
 async def test_a_deep_reorg_is_counted_measured_and_logged_as_an_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    canonical = [block(n) for n in range(1, 301)]
-    fork = [block(101, "z", parent_branch="a")] + [block(n, "z") for n in range(102, 302)]
-    async with ingesting(canonical + fork) as (ingestion, published):
+    chain = FakeChain(CHAIN)
+    canonical = chain.mine(300)
+    async with ingesting(chain) as (ingestion, published):
         for b in canonical:
             await ingestion.on_block(b)
         published.clear()
+        fork = chain.reorg(200, 201, salt="z")
         with caplog.at_level(logging.INFO, logger="broker"):
             await ingestion.on_block(fork[-1])  # forks at 100: 200 deep, the window holds 128
     assert sample(ingestion, "scopecast_reorgs_total") == 1
@@ -330,13 +336,57 @@ async def test_a_deep_reorg_is_counted_measured_and_logged_as_an_error(
 async def test_a_shallow_reorg_is_counted_and_logged_at_info(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    canonical = [block(n) for n in range(1, 6)]
-    async with ingesting(canonical) as (ingestion, _):
-        for b in canonical:
+    chain = FakeChain(CHAIN)
+    async with ingesting(chain) as (ingestion, _):
+        for b in chain.mine(5):
             await ingestion.on_block(b)
+        (replacement,) = chain.reorg(1, 1, salt="b")
         with caplog.at_level(logging.INFO, logger="broker"):
-            await ingestion.on_block(block(5, "b", parent_branch="a"))
+            await ingestion.on_block(replacement)
     assert sample(ingestion, "scopecast_reorgs_total") == 1
     assert sample(ingestion, "scopecast_reorg_depth_sum") == 1
     assert errors(caplog) == []
     assert any("reorganisation of depth 1 at height 5" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_reorg_is_logged_at_its_fork_not_at_the_new_head(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chain = FakeChain(CHAIN)
+    async with ingesting(chain) as (ingestion, _):
+        for b in chain.mine(5):
+            await ingestion.on_block(b)
+        replacements = chain.reorg(2, 3, salt="b")  # 4 and 5 replaced; new head 6
+        with caplog.at_level(logging.INFO, logger="broker"):
+            await ingestion.on_block(replacements[-1])
+    assert sample(ingestion, "scopecast_reorg_depth_sum") == 2
+    assert any(
+        "reorganisation of depth 2 at height 4 (reported head 6)" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
+
+
+async def test_restarting_below_the_head_removes_orphaned_logs_and_counts_a_reorg(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chain = FakeChain(CHAIN)
+    mined = chain.mine(5)
+    # a block at height 4 whose parent the node cannot produce (pruned, or another node's branch)
+    stranger = make_block(4, "0x" + "ee" * 32, salt="x")
+    async with ingesting(chain) as (ingestion, published):
+        for b in mined:
+            await ingestion.on_block(b)
+        published.clear()
+        with caplog.at_level(logging.INFO, logger="broker"):
+            await ingestion.on_block(stranger)
+    assert published == [
+        LogsEvent(CHAIN, mined[3], removed=True),
+        LogsEvent(CHAIN, mined[4], removed=True),
+        HeadEvent(CHAIN, stranger),
+        LogsEvent(CHAIN, stranger, removed=False),
+    ]
+    assert sample(ingestion, "scopecast_reorgs_total") == 1
+    assert sample(ingestion, "scopecast_reorg_depth_sum") == 2
+    assert sample(ingestion, "scopecast_skipped_heights_total") == 0
+    assert any("restarting the window" in m for m in errors(caplog)), errors(caplog)
+    assert any("reorganisation of depth 2" in m for m in errors(caplog)), errors(caplog)

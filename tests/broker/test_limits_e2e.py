@@ -14,7 +14,7 @@ import trio.testing
 import trio_websocket
 
 from adapters.base import NetworkSpec
-from adapters.devchain import DevChainAdapter
+from adapters.devchain import DevChainAdapter, methods
 from adapters.devchain.methods import ReadMethods
 from adapters.devchain.txpool import TxPool
 from broker.config import Config, ServerConfig
@@ -22,7 +22,7 @@ from broker.errors import LimitExceeded, ServerError
 from broker.filters import FILTER_TIMEOUT, FilterRegistry
 from tests.adapters.devchain.conftest import Rpc, Wallet
 from tests.adapters.devchain.test_logs import SPAM_TOPIC, deploy, spammer
-from tests.support.inprocess import RunningBroker, running_broker
+from tests.support.inprocess import RunningBroker, running_broker, waiting_approval
 
 CHAIN = "eip155:1337"
 KEY = "dev"
@@ -75,7 +75,9 @@ async def test_unpolled_filters_expire_after_15_minutes_and_polled_ones_stay(
 # eth_getLogs: its time budget
 
 
-async def test_get_logs_past_its_time_budget_is_32005_query_timeout_exceeded() -> None:
+async def test_get_logs_past_its_time_budget_is_32005_query_timeout_exceeded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     adapter = DevChainAdapter(NetworkSpec("dev", CHAIN, "devchain", {"block_time": 0}))
     with trio.fail_after(60):
         await adapter.start()
@@ -88,14 +90,14 @@ async def test_get_logs_past_its_time_budget_is_32005_query_timeout_exceeded() -
             )
             small = {"fromBlock": "0x0", "toBlock": "0x2"}  # the token's seed transfers: inline
             large = {"fromBlock": "0x0", "address": address}
-            within = ReadMethods(adapter.chain, TxPool())
-            assert len(await call(within, small)) > 0
-            assert len(await call(within, large)) == 2_500
+            read = ReadMethods(adapter.chain, TxPool())
+            assert len(await call(read, small)) > 0
+            assert len(await call(read, large)) == 2_500
             # A budget spent before the scan starts (the scan checks it before each run of blocks).
-            spent = ReadMethods(adapter.chain, TxPool(), log_query_seconds=-1.0)
+            monkeypatch.setattr(methods, "MAX_SECONDS", -1.0)
             for criteria in (small, large):
                 with pytest.raises(LimitExceeded) as failed:
-                    await call(spent, criteria)
+                    await call(read, criteria)
                 assert (failed.value.code, failed.value.message) == (
                     -32005,
                     "query timeout exceeded",
@@ -233,12 +235,3 @@ async def test_a_waiting_call_does_not_hold_up_the_next_ones_on_its_websocket() 
             slow = json.loads(await ws.get_message())
             assert slow["id"] == "slow"
             assert list(slow["result"]["sessionScopes"]) == [CHAIN]
-
-
-async def waiting_approval(node: RunningBroker) -> dict[str, Any]:
-    while True:
-        pending = (await node.admin("admin_listApprovals", {}))["result"]
-        if pending:
-            approval: dict[str, Any] = pending[0]
-            return approval
-        await trio.sleep(0.05)

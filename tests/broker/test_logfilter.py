@@ -3,7 +3,8 @@
 import pytest
 
 from broker.errors import InvalidParams
-from broker.logfilter import MAX_CRITERIA, LogCriteria, parse_criteria
+from broker.logfilter import LogCriteria, parse_criteria
+from schemas.eth import MAX_FILTER_CRITERIA
 
 A = "0x" + "aa" * 20
 B = "0x" + "bb" * 20
@@ -64,8 +65,25 @@ def test_malformed_filters_are_invalid_params(obj: object) -> None:
         parse_criteria(obj)
 
 
+def test_malformed_filters_get_geths_texts() -> None:
+    with pytest.raises(InvalidParams) as failed:
+        parse_criteria({"address": "0x12"}, where="invalid argument 1")
+    assert failed.value.message == (
+        "invalid argument 1: invalid address: hex has invalid length 1 after decoding; "
+        "expected 20 for address"
+    )
+
+
 def test_more_than_5000_addresses_and_topics_is_rejected() -> None:
-    addresses = [f"0x{i:040x}" for i in range(MAX_CRITERIA)]
-    assert parse_criteria({"address": addresses}).size == MAX_CRITERIA
+    assert MAX_FILTER_CRITERIA == 5_000
+    addresses = [f"0x{i:040x}" for i in range(MAX_FILTER_CRITERIA)]
+    assert parse_criteria({"address": addresses}).addresses == frozenset(addresses)
     with pytest.raises(InvalidParams, match="too many addresses and topics"):
         parse_criteria({"address": addresses, "topics": [T1]})
+
+
+def test_duplicates_count_towards_the_limit_but_not_the_match() -> None:
+    criteria = parse_criteria({"address": [A] * MAX_FILTER_CRITERIA})
+    assert criteria == LogCriteria(frozenset({A}))
+    with pytest.raises(InvalidParams, match="too many addresses and topics"):
+        parse_criteria({"address": [A] * MAX_FILTER_CRITERIA, "topics": [[T1, T1]]})

@@ -16,8 +16,8 @@ from broker.redis_bus import EventDeduper, LeaseLost, RedisClient, RedisEventBus
 from broker.redis_store import RedisSessionStore
 from broker.sessions import Identity
 from tests.redis.collect import Collector
-from tests.redis.fakechain import make_block
 from tests.redis.test_backends import chain_events, session
+from tests.support.fake_chain import make_block
 from tests.support.redis_server import RedisServer, redis_command
 
 CHAIN = "eip155:7"

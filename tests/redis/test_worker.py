@@ -15,7 +15,7 @@ from broker.metrics import Metrics
 from broker.redis_bus import RedisClient, RedisEventBus, decode_stream_event, entry_fields
 from broker.worker import ChainLeader, LeaseTiming
 from tests.redis.collect import Collector
-from tests.redis.fakechain import CHAIN, FakeChain
+from tests.support.fake_chain import CHAIN, FakeChain
 
 FAST = LeaseTiming(ttl=1.0, renew_every=0.25, standby_poll=0.1)
 

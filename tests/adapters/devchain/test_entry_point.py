@@ -20,6 +20,6 @@ def test_entry_point_loads_the_adapter() -> None:
 
 def test_construction_needs_no_io() -> None:
     adapter = DevChainAdapter(dev_spec(block_time=1.5))
-    assert adapter.block_time == 1.5
+    assert adapter.options.block_time == 1.5
     assert adapter.chains() == [CHAIN]
     assert "eth_getLogs" in adapter.methods(CHAIN)

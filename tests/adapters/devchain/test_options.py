@@ -7,16 +7,17 @@ import pytest
 
 from adapters.base import NetworkSpec
 from adapters.devchain import DevChainAdapter
+from adapters.devchain._options import DevChainOptions
 from broker.config import ConfigError
 
 from .conftest import CHAIN, dev_spec
 
 
 def test_defaults_and_given_options() -> None:
-    assert DevChainAdapter(dev_spec()).block_time == 0
+    assert DevChainAdapter(dev_spec()).options == DevChainOptions()
     adapter = DevChainAdapter(dev_spec(block_time=2, accounts=3, mnemonic="a b c"))
-    assert adapter.block_time == 2.0
-    assert isinstance(adapter.block_time, float)
+    assert adapter.options == DevChainOptions(block_time=2.0, accounts=3, mnemonic="a b c")
+    assert isinstance(adapter.options.block_time, float)
 
 
 @pytest.mark.parametrize(

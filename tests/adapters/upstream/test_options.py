@@ -4,9 +4,10 @@ from typing import Any
 
 import pytest
 
+from adapters._options import decode_options
 from adapters.base import NetworkSpec
 from adapters.upstream import READ_METHODS, UpstreamAdapter, UpstreamOptions
-from adapters.upstream._options import decode_options, endpoint_label
+from adapters.upstream._options import endpoint_label
 from broker.config import Config, ConfigError, network_specs
 
 
@@ -15,7 +16,9 @@ def spec(**options: Any) -> NetworkSpec:
 
 
 def test_defaults() -> None:
-    options = decode_options(spec(upstreams=[{"http": "https://a.example/rpc"}]))
+    options = decode_options(
+        spec(upstreams=[{"http": "https://a.example/rpc"}]), UpstreamOptions, "upstream"
+    )
     assert isinstance(options, UpstreamOptions)
     assert options.upstreams[0].ws is None
     assert (options.max_logs, options.logs_timeout) == (10_000, 10.0)
@@ -65,8 +68,8 @@ def test_a_config_file_table_builds_the_adapter() -> None:
     ],
 )
 def test_bad_tables_are_refused_naming_the_network(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigError, match=r"networks\.mainnet") as raised:
-        decode_options(spec(**options))
+    with pytest.raises(ConfigError, match=r"^networks\.mainnet \(upstream adapter\): ") as raised:
+        UpstreamAdapter(spec(**options))
     assert message in str(raised.value)
 
 
