@@ -62,6 +62,20 @@ Service = Callable[[trio.Nursery], Awaitable[None]]
 AdminResponder = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 
+_NOT_READY: Final = "not ready yet: waiting for Redis"
+
+
+async def _not_ready(request: HttpRequest) -> HttpResponse:
+    """Every request while the broker waits for its resources: 503, retry later."""
+    retry = [(b"retry-after", b"1")]
+    if request.target.split(b"?", 1)[0] == b"/healthz":
+        body = msgspec.json.encode({"status": "starting", "reason": _NOT_READY})
+        return HttpResponse(503, body, [*JSON_HEADERS, *retry])
+    response = json_error(503, ServerError(_NOT_READY))
+    response.headers = [*(response.headers or []), *retry]
+    return response
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only binds loopback addresses."""
     if host == "localhost":
@@ -186,28 +200,80 @@ class Broker:
             )
         await self.start_adapters()
         listeners = await trio.open_tcp_listeners(port, host=host)
-        self.port = listeners[0].socket.getsockname()[1]
+        bound: int = listeners[0].socket.getsockname()[1]
+        self.port = bound
         try:
-            async with self._holding_resources(), trio.open_nursery() as services:
-                for service in self._services:
-                    await service(services)
-                services.start_soon(self._heartbeat)
-                async with trio.open_nursery() as handlers:
-                    accepting = trio.CancelScope()
-                    handlers.start_soon(self._accept, listeners, handlers, accepting)
-                    task_status.started(self.port)
-                    await self._shutdown.wait()
-                    accepting.cancel()
-                    for conn in list(self.connections):
-                        conn.close(frames.CLOSE_GOING_AWAY, "server shutting down")
-                    handlers.cancel_scope.deadline = (
-                        trio.current_time() + self.limits.shutdown_grace
-                    )
-                services.cancel_scope.cancel()
+            async with trio.open_nursery() as outer:
+                # Bound but not ready until the resources (Redis) answer: say so with 503 rather
+                # than leave load balancers and clients waiting on an open, silent port.
+                starting, stopped = trio.CancelScope(), trio.Event()
+                if self._resources:
+                    outer.start_soon(self._answer_while_starting, listeners, starting, stopped)
+                else:
+                    stopped.set()
+                async with self._holding_resources():
+                    starting.cancel()
+                    await stopped.wait()  # one task at a time may accept on a socket
+                    await self._serve_ready(listeners, bound, task_status)
         finally:
             for network in self.networks:
                 with trio.CancelScope(shield=True):
                     await network.adapter.aclose()
+
+    async def _serve_ready(
+        self, listeners: list[trio.SocketListener], port: int, task_status: trio.TaskStatus[int]
+    ) -> None:
+        async with trio.open_nursery() as services:
+            for service in self._services:
+                await service(services)
+            services.start_soon(self._heartbeat)
+            async with trio.open_nursery() as handlers:
+                accepting = trio.CancelScope()
+                handlers.start_soon(self._accept, listeners, handlers, accepting)
+                task_status.started(port)
+                await self._shutdown.wait()
+                accepting.cancel()
+                for conn in list(self.connections):
+                    conn.close(frames.CLOSE_GOING_AWAY, "server shutting down")
+                handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
+            services.cancel_scope.cancel()
+
+    async def _answer_while_starting(
+        self, listeners: list[trio.SocketListener], scope: trio.CancelScope, stopped: trio.Event
+    ) -> None:
+        # Its own accept loop: trio.serve_listeners would close the listeners when cancelled.
+        try:
+            with scope:
+                async with trio.open_nursery() as nursery:
+                    for listener in listeners:
+                        nursery.start_soon(self._accept_while_starting, listener, nursery)
+        finally:
+            stopped.set()
+
+    async def _accept_while_starting(
+        self, listener: trio.SocketListener, nursery: trio.Nursery
+    ) -> None:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError:  # out of file descriptors, say: the client will retry
+                await trio.sleep(0.1)
+                continue
+            nursery.start_soon(self._answer_starting, stream)
+
+    async def _answer_starting(self, stream: trio.SocketStream) -> None:
+        try:
+            await serve_http(
+                stream,
+                _not_ready,
+                body_limit=self.limits.http_body,
+                body_timeout=self.limits.http_body_timeout,
+            )
+        except Exception:
+            log.exception("connection handler failed while starting")
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
 
     def shutdown(self) -> None:
         """Begin the graceful stop."""

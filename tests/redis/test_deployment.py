@@ -38,10 +38,10 @@ class Upstream:
     nursery: trio.Nursery
     config: Path
 
-    def web(self, redis_url: str) -> ScopecastProcess:
+    def web(self, redis_url: str, *, port: int = 0) -> ScopecastProcess:
         """A web process (not started yet)."""
         args = ["--role", "web", "--config", str(self.config), "--redis-url", redis_url]
-        return ScopecastProcess(self.nursery, args)
+        return ScopecastProcess(self.nursery, args, port=port)
 
     async def start_worker(self, redis_url: str) -> WorkerProcess:
         worker = WorkerProcess(
@@ -280,7 +280,8 @@ async def test_redis_unreachable_at_start_is_waited_for(upstream: Upstream) -> N
     try:
         with trio.fail_after(60):
             worker = await upstream.start_worker(later.url)
-            web = upstream.web(later.url)
+            web_port = free_port()
+            web = upstream.web(later.url, port=web_port)
             upstream.nursery.start_soon(web.start)
             await worker.wait_for("cannot reach Redis at .* retrying in", count=2)
             # ScopecastProcess keeps output lines but offers nothing to wait on.
@@ -288,10 +289,24 @@ async def test_redis_unreachable_at_start_is_waited_for(upstream: Upstream) -> N
                 await trio.sleep(0.1)
             assert worker.running
             assert web.running
-            assert web.port == 0  # not listening yet
+            # Bound but not ready: every request is told so at once, nothing hangs.
+            base = f"http://127.0.0.1:{web_port}"
+            async with httpx.AsyncClient() as client:
+                health = await client.get(f"{base}/healthz")
+                assert health.status_code == 503
+                assert health.json()["status"] == "starting"
+                assert health.headers["retry-after"] == "1"
+                call = await client.post(
+                    f"{base}/v3/dev", json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"}
+                )
+                assert call.status_code == 503
+                assert call.json()["error"]["code"] == -32000
+            with pytest.raises(ConnectionError, match=r"HTTP/1\.1 503"):
+                await RawWebSocket.connect(web_port, "/ws/v3/dev")
             later.start()
             await worker.wait_for("leading from block")
-            while web.port == 0:  # noqa: ASYNC110 - set once it prints its listening line
+            # ready once it prints its listening line (ScopecastProcess offers nothing to wait on)
+            while not any("scopecast listening" in line for line in web.output):  # noqa: ASYNC110
                 await trio.sleep(0.1)
             async with dapp(web.ws_url()) as conn:
                 heads: Collector[Head] = Collector()
