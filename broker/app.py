@@ -30,6 +30,7 @@ from broker.http import (
     JSON_HEADERS,
     HttpRequest,
     HttpResponse,
+    Responder,
     Upgrade,
     json_error,
     serve_http,
@@ -259,21 +260,7 @@ class Broker:
             except OSError:  # out of file descriptors, say: the client will retry
                 await trio.sleep(0.1)
                 continue
-            nursery.start_soon(self._answer_starting, stream)
-
-    async def _answer_starting(self, stream: trio.SocketStream) -> None:
-        try:
-            await serve_http(
-                stream,
-                _not_ready,
-                body_limit=self.limits.http_body,
-                body_timeout=self.limits.http_body_timeout,
-            )
-        except Exception:
-            log.exception("connection handler failed while starting")
-        finally:
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
+            nursery.start_soon(self._handle, stream, _not_ready)
 
     def shutdown(self) -> None:
         """Begin the graceful stop."""
@@ -289,12 +276,13 @@ class Broker:
         with accepting:
             await trio.serve_listeners(self._handle, listeners, handler_nursery=handlers)
 
-    async def _handle(self, stream: trio.SocketStream) -> None:
+    async def _handle(self, stream: trio.SocketStream, respond: Responder | None = None) -> None:
+        """One TCP connection, answered by ``respond`` (default: :meth:`respond`, the broker)."""
         # One connection's failure must never reach the listener (it would stop the server).
         try:
             takeover = await serve_http(
                 stream,
-                self.respond,
+                respond or self.respond,
                 body_limit=self.limits.http_body,
                 body_timeout=self.limits.http_body_timeout,
             )

@@ -353,15 +353,11 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     if redis is not None:
         redis.attach(broker, ingest=args.role == "all")
     host = args.host or server.host
-    token = _admin_token(args, config)
+    token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
     if token is None and is_loopback(host):
         token = DEV_ADMIN_TOKEN
     AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
     return broker
-
-
-def _admin_token(args: argparse.Namespace, config: Config) -> str | None:
-    return args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or config.server.admin_token
 
 
 def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:

@@ -14,16 +14,14 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Upgrade, serve_http
+from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Responder, Upgrade, serve_http
 from broker.metrics import CONTENT_TYPE, Metrics
 
 _BODY_LIMIT: Final = 64 * 1024
 _BODY_TIMEOUT: Final = 10.0
 
 
-def status_responder(
-    metrics: Metrics, health: Callable[[], dict[str, Any]]
-) -> Callable[[HttpRequest], Any]:
+def status_responder(metrics: Metrics, health: Callable[[], dict[str, Any]]) -> Responder:
     """The request handler: metrics and health for GET, 405 for other methods, else 404."""
 
     async def respond(request: HttpRequest) -> HttpResponse | Upgrade:

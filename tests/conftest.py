@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import trio
 
+from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.secrets import SCANNER
 
 _scanner = SCANNER
@@ -39,3 +42,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
         found = "\n  ".join(_scanner.leaks)
         print(f"\nkey material found in log records or process output:\n  {found}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+async def node() -> AsyncIterator[RunningBroker]:
+    """A broker as `scopecast serve --block-time 0` builds it (the dev chain mines on demand), on
+    127.0.0.1 port 0, for one test; a test module may override it (to mine blocks first, say)."""
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as running:
+            yield running

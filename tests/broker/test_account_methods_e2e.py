@@ -2,7 +2,6 @@
 
 from typing import Any
 
-import pytest
 import trio
 from eth_account import Account
 from eth_account.messages import encode_defunct
@@ -17,13 +16,6 @@ SIGNING = ["personal_sign", "eth_signTransaction", "eth_signTypedData_v4"]
 
 def invoke(method: str, params: Any) -> dict[str, Any]:
     return {"scope": DEV, "request": {"method": method, "params": params}}
-
-
-@pytest.fixture
-async def node() -> Any:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 async def test_personal_sign_in_a_session_recovers_to_the_session_account(

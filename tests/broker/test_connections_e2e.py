@@ -15,13 +15,6 @@ from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
 
 
-@pytest.fixture
-async def node() -> Any:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
-            yield running
-
-
 def memory_snapshot() -> tracemalloc.Snapshot:
     return tracemalloc.take_snapshot().filter_traces(
         (tracemalloc.Filter(False, tracemalloc.__file__),)

@@ -1,7 +1,6 @@
 """HTTP edges over real sockets: a request body has a deadline, and the API key is checked before
 anything about networks is told."""
 
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
 import httpx
@@ -102,13 +101,6 @@ async def test_the_default_body_deadline_lets_a_whole_body_through() -> None:
 
 # --------------------------------------------------------------------------------------------------
 # The API key comes before the network
-
-
-@pytest.fixture
-async def node() -> AsyncIterator[RunningBroker]:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 async def test_an_unknown_key_gets_401_whatever_the_network(node: RunningBroker) -> None:

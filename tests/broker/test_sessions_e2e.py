@@ -3,7 +3,6 @@
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 import trio
 
 from tests.support.inprocess import RunningBroker, dapp, running_broker
@@ -18,13 +17,6 @@ NOTIFICATIONS = ["eth_subscription"]
 
 def scopes(**extra: Any) -> dict[str, Any]:
     return {DEV: {"methods": METHODS, "notifications": NOTIFICATIONS, **extra}}
-
-
-@pytest.fixture
-async def node() -> Any:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 async def test_create_get_invoke_revoke(node: RunningBroker) -> None:

@@ -2,20 +2,12 @@
 
 from typing import Any
 
-import pytest
 import trio
 
-from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker
+from tests.support.inprocess import Dapp, RunningBroker, dapp
 
 DEV = "eip155:1337"
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-
-
-@pytest.fixture
-async def node() -> Any:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 async def mine(node: RunningBroker, count: int = 1) -> None:

@@ -3,23 +3,13 @@ transport (``ws_transport.mjs``); the script's checks are in ``multichain_client
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 import trio
 
 from tests.interop.nodejs import run_node_script
-from tests.support.inprocess import RunningBroker, running_broker
+from tests.support.inprocess import RunningBroker
 
 ORIGIN = "https://interop.example"
 SCOPE = "eip155:1337"
-
-
-@pytest.fixture
-async def node() -> AsyncIterator[RunningBroker]:
-    with trio.fail_after(30):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 async def test_session_lifecycle_with_the_metamask_client(node: RunningBroker) -> None:

@@ -3,20 +3,10 @@ transfers, then reads blocks, transactions, receipts and logs over http(); see `
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 import trio
 
 from tests.interop.nodejs import run_node_script
-from tests.support.inprocess import RunningBroker, running_broker
-
-
-@pytest.fixture
-async def node() -> AsyncIterator[RunningBroker]:
-    with trio.fail_after(30):
-        async with running_broker("--block-time", "0") as running:
-            yield running
+from tests.support.inprocess import RunningBroker
 
 
 async def test_watch_blocks_and_events_and_read_over_http(node: RunningBroker) -> None:

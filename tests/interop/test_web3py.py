@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -96,13 +96,6 @@ def find_demo_token(w3: Web3) -> DemoToken:
     holder = next((a for a in accounts if a.address == minted_to), None)
     assert holder is not None, f"the token was minted to {minted_to}, not a mnemonic account"
     return DemoToken(mints[0]["address"], holder, [a for a in accounts if a is not holder])
-
-
-@pytest.fixture
-async def node() -> AsyncIterator[RunningBroker]:
-    with trio.fail_after(30):
-        async with running_broker("--block-time", "0") as running:
-            yield running
 
 
 # --------------------------------------------------------------------------------------------------
