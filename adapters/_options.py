@@ -7,7 +7,7 @@ from typing import TypeVar
 import msgspec
 
 from adapters.base import NetworkSpec
-from broker.config import ConfigError
+from schemas.errors import ConfigError
 
 OptionsT = TypeVar("OptionsT", bound=msgspec.Struct)
 

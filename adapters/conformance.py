@@ -12,7 +12,7 @@ import msgspec
 import trio
 
 from adapters.base import AccountAdapter, ChainAdapter, ChainBlock
-from broker.errors import InvalidParams, RpcError, Unauthorized
+from schemas.errors import InvalidParams, RpcError, Unauthorized
 
 _CHAIN_ID = re.compile(r"^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$")
 _HASH = re.compile(r"^0x[0-9a-f]{64}$")

@@ -48,10 +48,7 @@ from typing import Any, Literal
 import msgspec
 
 from adapters.base import NetworkSpec
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message says where."""
+from schemas.errors import ConfigError as ConfigError
 
 
 class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

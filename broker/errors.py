@@ -1,134 +1,65 @@
-"""The one error hierarchy of scopecast.
+"""Re-exports :mod:`schemas.errors`, where the error tree lives (the bottom of the plug-in SDK)."""
 
-Every failure that reaches a client is an :class:`RpcError` carrying its wire code. Code anywhere in
-the broker or in an adapter raises one of these; :mod:`broker.dispatch` is the only place that turns
-them into JSON-RPC error objects. Texts follow go-ethereum where geth has one.
-"""
-
-from __future__ import annotations
-
-from typing import Any, ClassVar
-
-from msgspec import UNSET, UnsetType
-
-
-class RpcError(Exception):
-    """An error with a JSON-RPC wire code, a message and optional data."""
-
-    code: ClassVar[int] = -32603
-    default_message: ClassVar[str] = "internal error"
-
-    def __init__(self, message: str | None = None, *, data: Any | UnsetType = UNSET) -> None:
-        self.message = message if message is not None else self.default_message
-        self.data = data
-        super().__init__(self.message)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.code}, {self.message!r})"
-
-
-class WireError(RpcError):
-    """An error whose code is only known at run time (an upstream node's, an inner method's)."""
-
-    def __init__(self, code: int, message: str, *, data: Any | UnsetType = UNSET) -> None:
-        super().__init__(message, data=data)
-        self.code = code  # type: ignore[misc]
-
-
-class ParseError(RpcError):
-    code = -32700
-    default_message = "parse error"
-
-
-class InvalidRequest(RpcError):
-    code = -32600
-    default_message = "invalid request"
-
-
-class MethodNotFound(RpcError):
-    code = -32601
-
-    def __init__(self, method: str) -> None:
-        super().__init__(f"the method {method} does not exist/is not available")
-
-
-class NotificationsUnsupported(RpcError):
-    code = -32601
-    default_message = "notifications not supported"
-
-
-class InvalidParams(RpcError):
-    code = -32602
-    default_message = "invalid params"
-
-
-class InternalError(RpcError):
-    code = -32603
-    default_message = "internal error"
-
-
-class ServerError(RpcError):
-    """geth's generic -32000 (``filter not found``, ``subscription not found``, ...)."""
-
-    code = -32000
-    default_message = "server error"
-
-
-class LimitExceeded(RpcError):
-    code = -32005
-    default_message = "query returned more than 10000 results"
-
-
-class UserRejected(RpcError):
-    code = 4001
-    default_message = "User rejected the request."
-
-
-class Unauthorized(RpcError):
-    code = 4100
-    default_message = "The requested account and/or method has not been authorized by the user."
-
-
-class UnknownSessionError(RpcError):
-    code = 5000
-    default_message = "Unknown error with request"
-
-
-class NetworksUnsupported(RpcError):
-    code = 5100
-    default_message = "Requested networks are not supported"
-
-
-class MethodsUnsupported(RpcError):
-    code = 5101
-    default_message = "Requested methods are not supported"
-
-
-class NotificationsNotSupported(RpcError):
-    code = 5102
-    default_message = "Requested notifications are not supported"
-
-
-class InvalidScopedProperties(RpcError):
-    code = 5300
-    default_message = "Invalid scopedProperties requested"
-
-
-class ScopedPropertiesInsideScope(RpcError):
-    code = 5301
-    default_message = "scopedProperties can only be outside of sessionScopes"
-
-
-class InvalidSessionProperties(RpcError):
-    code = 5302
-    default_message = "Invalid sessionProperties requested"
-
-
-def missing_argument(index: int) -> InvalidParams:
-    """geth's text for a required positional argument that was not given."""
-    return InvalidParams(f"missing value for required argument {index}")
-
-
-def invalid_argument(index: int, reason: str) -> InvalidParams:
-    """geth's text for a positional argument that could not be decoded."""
-    return InvalidParams(f"invalid argument {index}: {reason}")
+from schemas.errors import (
+    InternalError as InternalError,
+)
+from schemas.errors import (
+    InvalidParams as InvalidParams,
+)
+from schemas.errors import (
+    InvalidRequest as InvalidRequest,
+)
+from schemas.errors import (
+    InvalidScopedProperties as InvalidScopedProperties,
+)
+from schemas.errors import (
+    InvalidSessionProperties as InvalidSessionProperties,
+)
+from schemas.errors import (
+    LimitExceeded as LimitExceeded,
+)
+from schemas.errors import (
+    MethodNotFound as MethodNotFound,
+)
+from schemas.errors import (
+    MethodsUnsupported as MethodsUnsupported,
+)
+from schemas.errors import (
+    NetworksUnsupported as NetworksUnsupported,
+)
+from schemas.errors import (
+    NotificationsNotSupported as NotificationsNotSupported,
+)
+from schemas.errors import (
+    NotificationsUnsupported as NotificationsUnsupported,
+)
+from schemas.errors import (
+    ParseError as ParseError,
+)
+from schemas.errors import (
+    RpcError as RpcError,
+)
+from schemas.errors import (
+    ScopedPropertiesInsideScope as ScopedPropertiesInsideScope,
+)
+from schemas.errors import (
+    ServerError as ServerError,
+)
+from schemas.errors import (
+    Unauthorized as Unauthorized,
+)
+from schemas.errors import (
+    UnknownSessionError as UnknownSessionError,
+)
+from schemas.errors import (
+    UserRejected as UserRejected,
+)
+from schemas.errors import (
+    WireError as WireError,
+)
+from schemas.errors import (
+    invalid_argument as invalid_argument,
+)
+from schemas.errors import (
+    missing_argument as missing_argument,
+)

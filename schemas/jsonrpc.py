@@ -13,7 +13,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from broker.errors import InvalidRequest, ParseError, RpcError
+from schemas.errors import InvalidRequest, ParseError, RpcError
 
 MAX_BATCH: Final = 1000
 EMPTY_PARAMS: Final = Raw(b"[]")

@@ -16,8 +16,8 @@ import trio
 
 from adapters._options import decode_options
 from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
-from broker.errors import InvalidParams, MethodNotFound, ServerError
 from schemas import eth as schema
+from schemas.errors import InvalidParams, MethodNotFound, ServerError
 
 from . import demo
 from ._options import DevChainOptions

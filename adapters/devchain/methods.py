@@ -26,8 +26,8 @@ from eth_abi.abi import decode as abi_decode
 from eth_typing import Address
 from eth_utils.exceptions import ValidationError
 
-from broker.errors import InvalidParams, LimitExceeded, ServerError, WireError, invalid_argument
 from schemas import eth as schema
+from schemas.errors import InvalidParams, LimitExceeded, ServerError, WireError, invalid_argument
 
 from .chain import CallRequest, GasEstimateFailed, LocalChain, NotCanonical
 from .formatting import blob_base_fee, data, format_transaction, quantity

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from broker.errors import InvalidParams, invalid_argument, missing_argument
+from schemas.errors import InvalidParams, invalid_argument, missing_argument
 from schemas.eth import ArgumentError, decode_params
 
 T = TypeVar("T")

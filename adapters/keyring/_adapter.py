@@ -16,7 +16,7 @@ from adapters.keyring._config import KeyringOptions, UserOpConfig
 from adapters.keyring._keys import KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
 from adapters.keyring._wallet import Handler, Wallet
-from broker.errors import MethodNotFound, Unauthorized
+from schemas.errors import MethodNotFound, Unauthorized
 
 HANDLERS: Final[Mapping[str, Handler]] = {
     "personal_sign": _personal_sign.HANDLER,

@@ -18,7 +18,7 @@ from eth_account.hdaccount import key_from_seed, seed_from_mnemonic
 from eth_account.messages import SignableMessage, encode_typed_data
 from eth_account.signers.local import LocalAccount
 
-from broker.config import ConfigError
+from schemas.errors import ConfigError
 
 #: The well-known development mnemonic (hardhat, anvil, the embedded dev chain).
 DEV_MNEMONIC: Final = "test test test test test test test test test test test junk"

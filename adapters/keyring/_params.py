@@ -13,7 +13,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 from eth_utils.address import is_checksum_address
 
-from broker.errors import InvalidParams, invalid_argument, missing_argument
+from schemas.errors import InvalidParams, invalid_argument, missing_argument
 
 T = TypeVar("T")
 

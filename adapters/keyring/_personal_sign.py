@@ -16,7 +16,7 @@ from adapters.base import ChainReader, SigningRequest
 from adapters.keyring import _params
 from adapters.keyring._render import hex_bytes
 from adapters.keyring._wallet import Handler, Prepared, Wallet, account_of, payload_of
-from broker.errors import invalid_argument
+from schemas.errors import invalid_argument
 
 _HEX_MESSAGE: Final = re.compile(r"0x(?:[0-9a-fA-F]{2})*\Z")
 

@@ -15,7 +15,7 @@ from adapters.keyring import _entry_point, _simple_account
 from adapters.keyring._config import UserOpConfig
 from adapters.keyring._evm import create_address
 from adapters.keyring._render import hex_bytes
-from broker.errors import ServerError
+from schemas.errors import ServerError
 
 #: SimpleAccountFactory's constructor deploys the implementation with its first CREATE; a
 #: contract's nonce starts at 1 (EIP-161).

@@ -18,7 +18,7 @@ from adapters.base import ChainReader, SigningRequest
 from adapters.keyring import _params
 from adapters.keyring._render import calldata, ether, gwei, hex_bytes, hex_quantity
 from adapters.keyring._wallet import Handler, Prepared, Wallet, account_of, payload_of
-from broker.errors import Unauthorized
+from schemas.errors import Unauthorized
 from schemas.userop import AccessListEntry, TransactionSignature, TransactionToSign
 
 LEGACY, ACCESS_LIST, DYNAMIC_FEE = 0, 1, 2

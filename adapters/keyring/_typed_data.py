@@ -19,7 +19,7 @@ from adapters.base import ChainReader, SigningRequest
 from adapters.keyring import _params
 from adapters.keyring._render import hex_bytes
 from adapters.keyring._wallet import Handler, Prepared, Wallet, account_of, payload_of
-from broker.errors import Unauthorized, invalid_argument
+from schemas.errors import Unauthorized, invalid_argument
 
 DOMAIN_FIELDS: Final = ("name", "version", "chainId", "verifyingContract", "salt")
 _ARGUMENT: Final = 1  # the typed data is the second param

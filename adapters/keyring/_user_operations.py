@@ -24,7 +24,7 @@ from adapters.keyring._config import UserOpConfig
 from adapters.keyring._entry_point import UserOp, user_op_hash
 from adapters.keyring._simple_account import Call, decode_calls, encode_calls, init_code
 from adapters.keyring._wallet import Handler, Prepared, Wallet, account_of, payload_of
-from broker.errors import Unauthorized, invalid_argument
+from schemas.errors import Unauthorized, invalid_argument
 from schemas.userop import (
     GasLimits,
     PartialUserOperation,

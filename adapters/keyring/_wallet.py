@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from adapters.base import ChainReader, SigningRequest
 from adapters.keyring._config import UserOpConfig
 from adapters.keyring._keys import Keyring
-from broker.errors import InternalError, Unauthorized
+from schemas.errors import InternalError, Unauthorized
 
 P = TypeVar("P")
 

@@ -17,8 +17,7 @@ from adapters.base import (
     IngestionStatistics,
     NetworkSpec,
 )
-from broker.config import ConfigError
-from broker.errors import InvalidParams, LimitExceeded, MethodNotFound
+from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder

@@ -13,7 +13,7 @@ from typing import Final
 import msgspec
 
 from adapters.base import ChainBlock, LogRecord
-from broker.errors import LimitExceeded, RpcError, WireError
+from schemas.errors import LimitExceeded, RpcError, WireError
 
 from ._blocks import Header, log_records
 from ._forwarding import Forwarder

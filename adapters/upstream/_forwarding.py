@@ -23,7 +23,7 @@ import msgspec
 import outcome
 import trio
 
-from broker.errors import RpcError, ServerError
+from schemas.errors import RpcError, ServerError
 
 from ._health import HealthBoard, State, UpstreamStatus
 from ._options import UpstreamOptions

@@ -27,7 +27,7 @@ import trio
 import trio_websocket
 
 from adapters.base import BlockHandler
-from broker.errors import RpcError
+from schemas.errors import RpcError
 
 from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher

@@ -10,8 +10,8 @@ from typing import Any, Final
 
 import msgspec
 
-from broker.errors import InvalidParams, missing_argument
 from broker.logfilter import parse_criteria
+from schemas.errors import InvalidParams, missing_argument
 
 _decoder: Final = msgspec.json.Decoder()
 

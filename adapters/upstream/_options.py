@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from adapters.base import NetworkSpec
-from broker.config import ConfigError
+from schemas.errors import ConfigError
 
 #: Node methods answered by forwarding; safe to send again to another upstream after a failure.
 READ_METHODS: Final = (

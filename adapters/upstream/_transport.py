@@ -23,7 +23,7 @@ import httpx
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from broker.errors import LimitExceeded, ServerError, WireError
+from schemas.errors import LimitExceeded, ServerError, WireError
 
 from ._options import Endpoint, UpstreamOptions, endpoint_label
 from ._result_counter import ResultCounter, TooManyResults
