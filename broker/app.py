@@ -32,8 +32,8 @@ from broker.http import (
     HttpResponse,
     Responder,
     Upgrade,
+    handle_http,
     json_error,
-    serve_http,
 )
 from broker.ingest import ChainIngestion
 from broker.limits import Limits
@@ -280,7 +280,7 @@ class Broker:
         """One TCP connection, answered by ``respond`` (default: :meth:`respond`, the broker)."""
         # One connection's failure must never reach the listener (it would stop the server).
         try:
-            takeover = await serve_http(
+            takeover = await handle_http(
                 stream,
                 respond or self.respond,
                 body_limit=self.limits.http_body,

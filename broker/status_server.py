@@ -3,7 +3,7 @@
 ``scopecast worker`` holds no dapp connections and so has no server of its own, yet its ingestion
 metrics (reorganisations, skipped heights, blocks delivered without logs) exist only there. With
 ``--metrics-port`` it serves them on a port of its own, through the same HTTP/1.1 handling as the
-broker (:func:`broker.http.serve_http`).
+broker (:func:`broker.http.handle_http`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Responder, Upgrade, serve_http
+from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Responder, Upgrade, handle_http
 from broker.metrics import CONTENT_TYPE, Metrics
 
 _BODY_LIMIT: Final = 64 * 1024
@@ -50,7 +50,7 @@ async def serve_status(
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
-            await serve_http(stream, respond, body_limit=_BODY_LIMIT, body_timeout=_BODY_TIMEOUT)
+            await handle_http(stream, respond, body_limit=_BODY_LIMIT, body_timeout=_BODY_TIMEOUT)
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound: int = listeners[0].socket.getsockname()[1]

@@ -46,7 +46,7 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -
                     with trio.fail_after(10):  # a hang here is the bug
                         reply = await read_until_closed(sock)
                     status, _, rest = reply.partition(b"\r\n")
-                    assert status == b"HTTP/1.1 408 ", reply
+                    assert status.split(b" ")[:2] == [b"HTTP/1.1", b"408"], reply
                     assert b"connection: close" in rest.lower()
                     assert b'"code":-32600' in rest
             async with httpx.AsyncClient() as client:

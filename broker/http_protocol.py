@@ -1,0 +1,326 @@
+"""The server side of HTTP/1.1 as a state machine with no I/O.
+
+Bytes go in with :meth:`HttpServerConnection.receive_data`; :meth:`~HttpServerConnection.next_event`
+says what they amount to (a whole request, a WebSocket upgrade, a request to refuse, or that more
+bytes are needed); :meth:`~HttpServerConnection.send_response` returns the bytes of a response and
+:meth:`~HttpServerConnection.data_to_send` anything the machine wants written on its own (a
+``100 Continue``). The trio shell in :mod:`broker.http` owns the socket and the deadlines.
+
+Parsing is llhttp's (through ``httptools``, as uvicorn uses it), in its strict mode: a malformed
+request line or header, a request with both ``Content-Length`` and ``Transfer-Encoding``, or bare
+line feeds are refused with 400. Only what a JSON-RPC server needs is built here: bodies are read in
+full (``Content-Length`` or chunked) up to ``body_limit``, a head over ``header_limit`` bytes gets
+431, requests are answered in order, and a connection is kept alive unless the client (or a refusal)
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Final
+
+import httptools
+
+from schemas.errors import InvalidRequest
+from schemas.jsonrpc import NULL_ID, error_bytes
+
+HEADER_LIMIT: Final = 32 * 1024
+CORS_HEADERS: Final = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"POST, GET, OPTIONS"),
+    (b"access-control-allow-headers", b"content-type, authorization"),
+    (b"access-control-max-age", b"86400"),
+]
+_CORS_BLOCK: Final = b"".join(name + b": " + value + b"\r\n" for name, value in CORS_HEADERS)
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    """A request head with its body (read in full, within the limit). Header names are lowercase."""
+
+    method: bytes
+    target: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes = b""
+
+    def header(self, name: bytes) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(slots=True)
+class HttpResponse:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[bytes, bytes]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReceived:
+    """A whole request, body included: answer it with :meth:`HttpServerConnection.send_response`."""
+
+    request: HttpRequest
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeRequested:
+    """A request asking to switch protocols. ``trailing`` holds the bytes that followed its head:
+    they belong to the new protocol. Answer with a response (a refusal) or take the stream over."""
+
+    request: HttpRequest
+    trailing: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The client broke the protocol or a limit: send this response, then close."""
+
+    response: HttpResponse
+
+
+class NeedData(enum.Enum):
+    NEED_DATA = "need data"
+
+
+class ConnectionEnded(enum.Enum):
+    ENDED = "ended"
+
+
+NEED_DATA: Final = NeedData.NEED_DATA
+ENDED: Final = ConnectionEnded.ENDED
+"""The client closed its side (between requests, or part-way through one), or the connection must
+close after the response just sent."""
+
+Event = RequestReceived | UpgradeRequested | Refused | NeedData | ConnectionEnded
+
+
+class _Stop(Exception):
+    """Raised from a parser callback to stop parsing (a limit was hit)."""
+
+
+def _reason(status: int) -> bytes:
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+_STATUS_LINES: Final = {
+    status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode())
+    for status in HTTPStatus
+}
+
+
+def refusal(status: int, message: str) -> Refused:
+    return Refused(HttpResponse(status, message.encode(), [(b"content-type", b"text/plain")]))
+
+
+class HttpServerConnection:
+    """One HTTP/1.1 connection, server side, fed bytes and asked for events.
+
+    Requests are reported one at a time, in the order they arrived; the caller answers each with
+    :meth:`send_response` before it asks for the next event.
+    """
+
+    __slots__ = (
+        "_body",
+        "_body_limit",
+        "_closing",
+        "_ended",
+        "_head_bytes",
+        "_header_limit",
+        "_headers",
+        "_in_message",
+        "_incomplete_head",
+        "_keep_alive",
+        "_outgoing",
+        "_parser",
+        "_ready",
+        "_refused",
+        "_upgraded",
+        "_url",
+        "headers_complete",
+    )
+
+    def __init__(self, *, body_limit: int, header_limit: int = HEADER_LIMIT) -> None:
+        self._body_limit = body_limit
+        self._header_limit = header_limit
+        self._parser = httptools.HttpRequestParser(self)
+        self._ready: list[Event] = []
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body = bytearray()
+        self._head_bytes = 0
+        self._incomplete_head = 0
+        self._in_message = False
+        self._outgoing = b""
+        self._refused: Refused | None = None
+        self._upgraded = False
+        self._ended = False
+        self._closing = False
+        self._keep_alive: list[bool] = []
+        self.headers_complete = False
+        """True from the end of a request's head to the end of its body (the body deadline runs)."""
+
+    # -- parser callbacks (httptools calls these by name) -----------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._in_message = True
+        self._incomplete_head = 0
+        self._url = b""
+        self._headers = []
+        self._body = bytearray()
+        self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._head_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes > self._header_limit:
+            self._refused = refusal(431, "request header fields too large")
+            raise _Stop
+        self._headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        self.headers_complete = True
+        self._incomplete_head = 0
+        length = self._header(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self._body_limit:
+            self._refused = _too_large(self._body_limit)
+            raise _Stop
+        expect = self._header(b"expect")
+        if expect is not None and expect.lower() == b"100-continue":
+            self._outgoing += _CONTINUE
+
+    def on_body(self, body: bytes) -> None:
+        self._body += body
+        if len(self._body) > self._body_limit:
+            self._refused = _too_large(self._body_limit)
+            raise _Stop
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        self.headers_complete = False
+        request = HttpRequest(
+            self._parser.get_method(), self._url, self._headers, bytes(self._body)
+        )
+        self._keep_alive.append(
+            self._parser.should_keep_alive() and self._parser.get_http_version() == "1.1"
+        )
+        self._ready.append(RequestReceived(request))
+
+    def _header(self, name: bytes) -> bytes | None:
+        for key, value in self._headers:
+            if key == name:
+                return value
+        return None
+
+    # -- the interface ----------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the client; ``b""`` means the client closed its side."""
+        if self._ended or self._refused is not None or self._upgraded:
+            return
+        if not data:
+            self._ended = True
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            self._upgraded = True
+            offset = upgrade.args[0] if upgrade.args else len(data)
+            self._upgrade(data[offset:])
+        except httptools.HttpParserCallbackError as exc:
+            if self._refused is None:  # not one of ours: a bug in a callback
+                raise RuntimeError("HTTP parser callback failed") from exc
+        except httptools.HttpParserError as exc:
+            self._refused = refusal(400, _parser_message(exc))
+        else:
+            if self._in_message and not self.headers_complete:
+                # A head still incomplete after this chunk: llhttp buffers it, so bound it.
+                self._incomplete_head += len(data)
+                if self._incomplete_head > self._header_limit:
+                    self._refused = refusal(431, "request header fields too large")
+
+    def _upgrade(self, trailing: bytes) -> None:
+        # The request whose head asked to upgrade is the last one completed (llhttp reports the
+        # message before pausing). Report it as an upgrade instead of a plain request.
+        for index in range(len(self._ready) - 1, -1, -1):
+            event = self._ready[index]
+            if isinstance(event, RequestReceived):
+                self._ready[index] = UpgradeRequested(event.request, trailing)
+                self._keep_alive[index] = False
+                return
+        # A head that asked to upgrade but whose message llhttp did not complete.
+        self._refused = refusal(400, "malformed upgrade request")
+
+    def next_event(self) -> Event:
+        """The next thing that happened on the connection, in order."""
+        if self._closing:
+            return ENDED
+        if self._ready:
+            event = self._ready[0]
+            if isinstance(event, RequestReceived | UpgradeRequested):
+                return event
+        if self._refused is not None:
+            self._closing = True
+            return self._refused
+        if self._upgraded:
+            return ENDED  # the upgrade was answered with a refusal: nothing more to read
+        if self._ended:
+            self._closing = True
+            return ENDED
+        return NEED_DATA
+
+    def send_response(self, response: HttpResponse) -> bytes:
+        """The bytes of the answer to the request :meth:`next_event` last reported."""
+        keep_alive = False
+        if self._ready:
+            self._ready.pop(0)
+            keep_alive = self._keep_alive.pop(0)
+        if not keep_alive:
+            self._closing = True
+        return serialize(response, keep_alive=keep_alive)
+
+    def data_to_send(self) -> bytes:
+        """Bytes the machine wants written without a response (``100 Continue``)."""
+        data, self._outgoing = self._outgoing, b""
+        return data
+
+    @property
+    def closing(self) -> bool:
+        """The connection must close once what was sent is written."""
+        return self._closing
+
+
+def _too_large(limit: int) -> Refused:
+    body = error_bytes(NULL_ID, InvalidRequest(f"request body larger than {limit} bytes"))
+    return Refused(HttpResponse(413, body, [(b"content-type", b"application/json")]))
+
+
+def _parser_message(exc: httptools.HttpParserError) -> str:
+    text = str(exc).strip() or "malformed request"
+    return f"bad request: {text}"
+
+
+def serialize(response: HttpResponse, *, keep_alive: bool) -> bytes:
+    """A response's bytes: status line, its headers, the CORS headers, framing, body."""
+    status = response.status
+    line = _STATUS_LINES.get(status) or b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))
+    parts = [line]
+    if response.headers:
+        parts.extend(name + b": " + value + b"\r\n" for name, value in response.headers)
+    parts.append(_CORS_BLOCK)
+    parts.append(b"content-length: %d\r\n" % len(response.body))
+    if not keep_alive:
+        parts.append(b"connection: close\r\n")
+    parts.append(b"\r\n")
+    parts.append(response.body)
+    return b"".join(parts)
