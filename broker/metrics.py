@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
@@ -92,6 +92,9 @@ class Metrics:
             registry=r,
         )
         self._known_methods: set[str] = set()
+        # The labelled children of a (method, outcome), looked up once: ``labels()`` costs more
+        # than the increment itself on the request path.
+        self._request_children: dict[tuple[str, bool], tuple[Any, Any]] = {}
 
     def watch_ingestion(self, chain: str, adapter: ChainAdapter) -> None:
         """Export the counts ``adapter`` keeps for ``chain`` (``scopecast_blocks_without_logs``)."""
@@ -106,8 +109,16 @@ class Metrics:
                 self._known_methods.add(method)
             else:
                 method = "other"
-        self.requests.labels(method, "error" if error is not None else "ok").inc()
-        self.latency.labels(method).observe(seconds)
+        failed = error is not None
+        children = self._request_children.get((method, failed))
+        if children is None:
+            children = (
+                self.requests.labels(method, "error" if failed else "ok"),
+                self.latency.labels(method),
+            )
+            self._request_children[method, failed] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -35,8 +36,12 @@ _STANDALONE = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def route(target: bytes) -> Route | None:
-    """The route of a request target, or None when no endpoint has that path."""
+    """The route of a request target, or None when no endpoint has that path.
+
+    Cached: a deployment's clients send a handful of distinct targets, over and over.
+    """
     path = target.split(b"?", 1)[0].decode("latin-1")
     parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
     if len(parts) == 1 and parts[0] in _STANDALONE:
