@@ -9,6 +9,7 @@ run the shared checks of :mod:`adapters.conformance`.
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,28 @@ class IngestionStatistics:
 
     #: Blocks reported without their logs (more of them than the adapter fetches for one block).
     blocks_without_logs: int = 0
+
+
+class Lifetime(enum.IntEnum):
+    """How long the answer to a call stays true, for the broker's response cache."""
+
+    NEVER = 0  #: not cached (the default for every method an adapter does not classify)
+    UNTIL_HEAD = 1  #: until the chain's next head
+    UNTIL_REORG = 2  #: until a reorganisation rewrites served history
+    FOREVER = 3  #: never changes
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEpoch:
+    """What a chain serves now, as the response cache compares it.
+
+    ``head_id`` changes whenever answers about the head may change (a new head, or any other change
+    of the served state); ``reorgs`` whenever served history is rewritten.
+    """
+
+    head: int
+    head_id: str
+    reorgs: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +142,21 @@ class ChainAdapter(ABC):
     def ingestion_statistics(self, chain: str) -> IngestionStatistics | None:
         """What the ingestion side counted for ``chain`` so far; None (the default) if the
         adapter counts nothing. Read by the broker's metrics at every scrape."""
+        return None
+
+    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
+        """How long the answer to ``method`` with the raw JSON ``params`` may be cached, the head
+        being at height ``head``. Default: never (an adapter opts in method by method)."""
+        return Lifetime.NEVER
+
+    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
+        """The lifetime of an encoded ``answer`` whose call was given ``lifetime``: an adapter may
+        shorten it for what the answer says ("not found" may change any moment). Default: as is."""
+        return lifetime
+
+    def cache_epoch(self, chain: str) -> CacheEpoch | None:
+        """What ``chain`` serves at this instant, if the adapter knows it synchronously (an
+        in-process chain does). None (the default): the broker follows the adapter's heads."""
         return None
 
 

@@ -22,9 +22,10 @@ from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import frames, stream_methods
 from broker.bus import EventBus, MemoryBus
+from broker.chain_calls import CachedChainCalls
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import RpcError, ServerError
-from broker.events import ChainEvent
+from broker.events import ChainEvent, HeadEvent
 from broker.filters import FilterRegistry
 from broker.http import (
     JSON_HEADERS,
@@ -40,6 +41,7 @@ from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
 from broker.networks import Networks
+from broker.response_cache import ResponseStore
 from broker.routing import Endpoint, route
 from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
@@ -102,7 +104,10 @@ class Broker:
         self.networks = networks
         self.limits = limits or Limits()
         self.metrics = Metrics()
-        self.dispatcher = Dispatcher(networks, self.metrics)
+        store = ResponseStore(self.limits.response_cache) if self.limits.response_cache else None
+        self.dispatcher = Dispatcher(networks, self.metrics, cache=CachedChainCalls(store))
+        if store is not None:
+            self.metrics.watch_response_cache(store)
         self.api_keys = frozenset(api_keys) or frozenset({DEV_API_KEY})
         self.dev_mode = not api_keys
         self.connections: set[WebSocketConnection] = set()
@@ -160,6 +165,11 @@ class Broker:
         )
 
     def _deliver(self, event: ChainEvent) -> None:
+        epochs = self.dispatcher.cache.epochs
+        if isinstance(event, HeadEvent):
+            epochs.on_head(event.chain, event.block.number, event.block.hash)
+        elif event.removed:
+            epochs.on_removed(event.chain)
         self.hub.publish(event)
         self.filters.on_event(event)
 

@@ -334,6 +334,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         max_inflight=server.max_inflight,
         ping_interval=server.ping_interval,
         shutdown_grace=server.shutdown_grace,
+        response_cache=server.response_cache_bytes,
     )
     broker = Broker(
         networks,

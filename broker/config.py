@@ -69,6 +69,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_inflight: int = 64
     ping_interval: float = 30.0
     shutdown_grace: float = 10.0
+    response_cache_bytes: int = 64 * 1024 * 1024
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import Raw
 
+from broker.chain_calls import CachedChainCalls
 from broker.errors import InternalError, MethodNotFound, RpcError
 from broker.networks import Network, Networks
 from schemas.jsonrpc import (
@@ -66,8 +67,16 @@ ChainCall = Callable[[CallContext, str, str, Raw], Awaitable[Any]]
 class Dispatcher:
     """Routes calls: broker-level handlers first, then the network's adapters."""
 
-    def __init__(self, networks: Networks, metrics: Metrics, *, chain_calls: bool = True) -> None:
+    def __init__(
+        self,
+        networks: Networks,
+        metrics: Metrics,
+        *,
+        chain_calls: bool = True,
+        cache: CachedChainCalls | None = None,
+    ) -> None:
         self._networks = networks
+        self.cache = cache or CachedChainCalls(None)
         self._metrics = metrics
         self._chain_calls = chain_calls
         self._handlers: dict[str, Handler] = {}
@@ -131,7 +140,7 @@ class Dispatcher:
         """Run a chain method on ``chain``: its chain adapter, then the fallbacks."""
         network = self._networks.by_chain(chain)
         if network is not None and method in network.adapter.methods(chain):
-            return await network.adapter.call(chain, method, params)
+            return await self.cache.call(network.adapter, chain, method, params)
         for fallback in self._fallbacks:
             try:
                 return await fallback(ctx, chain, method, params)

@@ -18,3 +18,5 @@ class Limits:
     max_inflight: int = 64
     ping_interval: float = 30.0
     shutdown_grace: float = 10.0
+    #: Bytes of encoded chain answers the response cache keeps (0: no cache).
+    response_cache: int = 64 * 1024 * 1024

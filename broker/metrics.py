@@ -6,13 +6,48 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
     from broker.errors import RpcError
+    from broker.response_cache import ResponseStore
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _ResponseCacheCollector:
+    """Exports the response cache's own counts (:meth:`ResponseStore.statistics`) at scrape."""
+
+    def __init__(self) -> None:
+        self.store: ResponseStore | None = None
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        if self.store is None:
+            return
+        stats = self.store.statistics()
+        yield CounterMetricFamily(
+            "scopecast_response_cache_hits", "Chain calls answered from the cache", stats.hits
+        )
+        yield CounterMetricFamily(
+            "scopecast_response_cache_misses",
+            "Cacheable chain calls the cache could not answer",
+            stats.misses,
+        )
+        yield CounterMetricFamily(
+            "scopecast_response_cache_evictions",
+            "Answers dropped to stay within response_cache_bytes",
+            stats.evictions,
+        )
+        yield GaugeMetricFamily(
+            "scopecast_response_cache_bytes", "Bytes the cached answers take", stats.bytes
+        )
+        yield GaugeMetricFamily(
+            "scopecast_response_cache_entries", "Answers in the cache", stats.entries
+        )
 
 
 class _IngestionCollector:
@@ -81,6 +116,8 @@ class Metrics:
         )
         self._ingestion = _IngestionCollector()
         r.register(self._ingestion)
+        self._response_cache = _ResponseCacheCollector()
+        r.register(self._response_cache)
         self.requests = Counter(
             "scopecast_requests", "JSON-RPC calls answered", ["method", "outcome"], registry=r
         )
@@ -99,6 +136,10 @@ class Metrics:
     def watch_ingestion(self, chain: str, adapter: ChainAdapter) -> None:
         """Export the counts ``adapter`` keeps for ``chain`` (``scopecast_blocks_without_logs``)."""
         self._ingestion.adapters[chain] = adapter
+
+    def watch_response_cache(self, store: ResponseStore) -> None:
+        """Export ``store``'s hits, misses, evictions and size."""
+        self._response_cache.store = store
 
     def observe_request(self, method: str, seconds: float, error: RpcError | None) -> None:
         # Unknown method names come from clients: fold them so they cannot grow the label set.

@@ -15,7 +15,15 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import BlockHandler, ChainAdapter, ChainBlock, NetworkSpec
+from adapters.base import (
+    BlockHandler,
+    CacheEpoch,
+    ChainAdapter,
+    ChainBlock,
+    Lifetime,
+    NetworkSpec,
+)
+from adapters.evm import cache_rules
 from schemas import eth as schema
 from schemas.errors import InvalidParams, MethodNotFound, ServerError
 
@@ -168,6 +176,15 @@ class DevChainAdapter(ChainAdapter):
     def _check_chain(self, chain: str) -> None:
         if chain != self.spec.chain:
             raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
+
+    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
+        return cache_rules.lifetime(method, params, head)
+
+    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
+        return cache_rules.kept(lifetime, answer)
+
+    def cache_epoch(self, chain: str) -> CacheEpoch | None:
+        return self.chain.epoch() if chain == self.spec.chain and self._chain is not None else None
 
     # ----------------------------------------------------------------------------------------------
     # Calls

@@ -25,6 +25,7 @@ from eth.vm.spoof import SpoofTransaction
 from eth_typing import Address, BlockNumber, Hash32
 from eth_utils.exceptions import ValidationError
 
+from adapters.base import CacheEpoch
 from schemas.eth import BlockHashRef, BlockRef
 
 from .forks import ForkSchedule
@@ -67,6 +68,10 @@ class LocalChain:
         self.safe_hash: str | None = None
         self.finalized_hash: str | None = None
         self._last_timestamp = 0
+        #: Bumped by every change of what the chain serves (see :meth:`epoch`); ``reorgs`` by
+        #: every rewind that removed blocks.
+        self.version = 0
+        self.reorgs = 0
         genesis = evm.get_canonical_block_by_number(BlockNumber(0))
         self.adopt(self._render(genesis))
 
@@ -130,6 +135,7 @@ class LocalChain:
             self.transactions[tx.hash] = tx
         self.logs.append(record.number, record.logs)
         self._last_timestamp = max(self._last_timestamp, record.timestamp)
+        self.version += 1
         return orphaned
 
     def rewind(self, number: int) -> list[BlockRecord]:
@@ -141,7 +147,19 @@ class LocalChain:
                 if self.transactions.get(tx.hash) is tx:
                     del self.transactions[tx.hash]
         self.logs.truncate(number + 1)
+        self.version += 1
+        if removed:
+            self.reorgs += 1
         return removed
+
+    def state_changed(self) -> None:
+        """Record a change of served state made without a new block (a dev method's)."""
+        self.version += 1
+
+    def epoch(self) -> CacheEpoch:
+        """What the chain serves now, for the broker's response cache."""
+        head = self.head
+        return CacheEpoch(head.number, f"{head.hash}/{self.version}", self.reorgs)
 
     # ----------------------------------------------------------------------------------------------
     # Building blocks (py-evm work)

@@ -114,3 +114,4 @@ def apply_forkchoice(chain: LocalChain, forkchoice: dict[str, str]) -> None:
     chain.rewind(head.number)
     chain.safe_hash = forkchoice.get("safeBlockHash")
     chain.finalized_hash = forkchoice.get("finalizedBlockHash")
+    chain.state_changed()

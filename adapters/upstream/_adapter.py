@@ -15,8 +15,10 @@ from adapters.base import (
     ChainAdapter,
     ChainBlock,
     IngestionStatistics,
+    Lifetime,
     NetworkSpec,
 )
+from adapters.evm import cache_rules
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
@@ -92,6 +94,12 @@ class UpstreamAdapter(ChainAdapter):
         if chain != self.spec.chain:
             return None
         return IngestionStatistics(blocks_without_logs=self.fetcher.blocks_without_logs)
+
+    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
+        return cache_rules.lifetime(method, params, head)
+
+    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
+        return cache_rules.kept(lifetime, answer)
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> msgspec.Raw:
         """Forward one call; the upstream's ``result`` comes back as the node encoded it."""

@@ -18,6 +18,7 @@ from msgspec import UNSET, UnsetType
 from adapters.base import NetworkSpec
 from adapters.upstream import UpstreamAdapter
 from broker.app import Broker
+from broker.limits import Limits
 from broker.networks import Network, Networks
 from tests.support.inprocess import Dapp, dapp
 from tests.support.processes import ScopecastProcess
@@ -86,12 +87,22 @@ class ServedBroker:
 
 
 async def serve_broker(
-    nursery: trio.Nursery, chain: str, upstreams: list[dict[str, str]], **options: Any
+    nursery: trio.Nursery,
+    chain: str,
+    upstreams: list[dict[str, str]],
+    *,
+    response_cache: int = 0,
+    **options: Any,
 ) -> ServedBroker:
-    """A broker with one upstream network ``main``, served on 127.0.0.1 by ``nursery``."""
+    """A broker with one upstream network ``main``, served on 127.0.0.1 by ``nursery``.
+
+    The response cache is off unless asked for: these tests are about what reaches the upstreams.
+    """
     spec = NetworkSpec("main", chain, "upstream", {"upstreams": upstreams, **FAST, **options})
     adapter = UpstreamAdapter(spec)
-    broker = Broker(Networks([Network("main", chain, adapter)]))
+    broker = Broker(
+        Networks([Network("main", chain, adapter)]), limits=Limits(response_cache=response_cache)
+    )
     port = await nursery.start(broker.serve, "127.0.0.1", 0)
     return ServedBroker(broker, adapter, port)
 

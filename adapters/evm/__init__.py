@@ -1,0 +1,1 @@
+"""What every EVM chain adapter shares (the EVM chain family)."""

@@ -1,0 +1,57 @@
+"""Chain calls through the response cache: answered from :class:`ResponseStore` while true,
+identical concurrent calls coalesced into one (the I/O shell of :mod:`broker.response_cache`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from msgspec import Raw
+
+from adapters.base import CacheEpoch, ChainAdapter, Lifetime
+from broker.response_cache import HeadEpochs, Key, ResponseStore
+from schemas.jsonrpc import encode
+
+
+class CachedChainCalls:
+    """Calls a chain adapter, keeping the answers its :meth:`~ChainAdapter.answer_lifetime` allows.
+
+    ``store`` None turns the cache off (every call reaches the adapter).
+    """
+
+    def __init__(self, store: ResponseStore | None) -> None:
+        self.store = store
+        self.epochs = HeadEpochs()
+        self._inflight: dict[Key, trio.Event] = {}
+
+    def _epoch(self, adapter: ChainAdapter, chain: str) -> CacheEpoch | None:
+        return adapter.cache_epoch(chain) or self.epochs.epoch(chain)
+
+    async def call(self, adapter: ChainAdapter, chain: str, method: str, params: Raw) -> Any:
+        store = self.store
+        epoch = self._epoch(adapter, chain) if store is not None else None
+        if store is None or epoch is None:
+            return await adapter.call(chain, method, params)
+        raw = bytes(params)
+        lifetime = adapter.answer_lifetime(chain, method, raw, epoch.head)
+        if lifetime is Lifetime.NEVER:
+            return await adapter.call(chain, method, params)
+        key = (chain, method, raw)
+        while True:
+            hit = store.get(key, epoch)
+            if hit is not None:
+                return Raw(hit)
+            pending = self._inflight.get(key)
+            if pending is None:
+                break
+            await pending.wait()  # the same call is under way: take its answer when it lands
+            epoch = self._epoch(adapter, chain) or epoch
+        done = self._inflight[key] = trio.Event()
+        try:
+            result = await adapter.call(chain, method, params)
+            encoded = bytes(result) if isinstance(result, Raw) else encode(result)
+            store.put(key, encoded, adapter.answer_kept(chain, lifetime, encoded), epoch)
+            return Raw(encoded)
+        finally:
+            del self._inflight[key]
+            done.set()

@@ -1,0 +1,124 @@
+"""The response cache in front of an upstream node (a real ``scopecast serve``): identical
+concurrent calls reach the upstream once, and a replayed mix of dapp calls reaches it far less
+often, every answer byte-identical to the uncached one."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import httpx
+import trio
+
+from tests.adapters.upstream.e2e import DEV_CHAIN, Client, mine, serve_broker, upstream_entry
+from tests.support.processes import ScopecastProcess, start_scopecast
+
+DEV_ACCOUNTS = [
+    "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
+    "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
+    "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
+]
+
+
+async def upstream_calls(http: httpx.AsyncClient, node: ScopecastProcess, method: str) -> int:
+    text = (await http.get(f"http://127.0.0.1:{node.port}/metrics")).text
+    prefix = f'scopecast_requests_total{{method="{method}",'
+    found = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line.startswith(prefix)]
+    return int(sum(float(n) for n in found))
+
+
+async def wait_for_head(served: Any) -> None:
+    """Until the broker has seen the upstream's head (nothing is cached before)."""
+    for _ in range(3000):  # the caller's fail_after bounds it
+        if served.broker.dispatcher.cache.epochs.epoch(DEV_CHAIN) is not None:
+            return
+        await trio.sleep(0.01)
+    raise AssertionError("no head from the upstream")
+
+
+async def test_identical_concurrent_calls_reach_the_upstream_once(nursery: trio.Nursery) -> None:
+    with trio.fail_after(60):
+        node = await start_scopecast(nursery)
+        await mine(node, 2)
+        served = await serve_broker(
+            nursery, DEV_CHAIN, [upstream_entry(node)], response_cache=1 << 24
+        )
+        await wait_for_head(served)
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=100)) as http:
+            client = Client(http, served.http_url)
+            before = await upstream_calls(http, node, "eth_getBalance")
+            answers: list[Any] = []
+
+            async def ask() -> None:
+                answers.append(await client.call("eth_getBalance", [DEV_ACCOUNTS[0], "0x1"]))
+
+            async with trio.open_nursery() as callers:
+                for _ in range(100):
+                    callers.start_soon(ask)
+            after = await upstream_calls(http, node, "eth_getBalance")
+        assert len({bytes(a.result) for a in answers}) == 1
+        assert after - before == 1
+
+
+def replay_mix(rng: random.Random, head: int, hashes: list[str]) -> list[tuple[str, list[Any]]]:
+    """Dapp traffic as it looks from a block explorer or a wallet: mostly recent blocks, receipts,
+    logs of recent ranges and balances at latest, many of them repeated."""
+    calls: list[tuple[str, list[Any]]] = []
+    for _ in range(1000):
+        kind = rng.random()
+        number = max(0, head - int(rng.expovariate(0.3)))
+        if kind < 0.25:
+            calls.append(("eth_getBlockByNumber", [hex(number), rng.random() < 0.3]))
+        elif kind < 0.35:
+            calls.append(("eth_getBlockByNumber", ["latest", False]))
+        elif kind < 0.5:
+            calls.append(("eth_getBlockByHash", [rng.choice(hashes), False]))
+        elif kind < 0.65:
+            start = max(0, number - rng.randrange(4))
+            calls.append(("eth_getLogs", [{"fromBlock": hex(start), "toBlock": hex(number)}]))
+        elif kind < 0.85:
+            calls.append(("eth_getBalance", [rng.choice(DEV_ACCOUNTS), "latest"]))
+        elif kind < 0.95:
+            calls.append(("eth_blockNumber", []))
+        else:
+            calls.append(("eth_chainId", []))
+    return calls
+
+
+MIX_METHODS = ("eth_getBlockByNumber", "eth_getBlockByHash", "eth_getLogs", "eth_getBalance")
+
+
+async def test_a_replayed_mix_reaches_the_upstream_less_than_half_as_often(
+    nursery: trio.Nursery,
+) -> None:
+    with trio.fail_after(120):
+        node = await start_scopecast(nursery)
+        await mine(node, 12)
+        cached = await serve_broker(
+            nursery, DEV_CHAIN, [upstream_entry(node)], response_cache=1 << 24
+        )
+        plain = await serve_broker(nursery, DEV_CHAIN, [upstream_entry(node)])
+        await wait_for_head(cached)
+        async with httpx.AsyncClient() as http:
+            direct = Client(http, node.http_url())
+            head = int(bytes((await direct.call("eth_blockNumber")).result)[1:-1], 16)
+            hashes = []
+            for number in range(head + 1):
+                block = await direct.call("eth_getBlockByNumber", [hex(number), False])
+                hashes.append(re.search(rb'"hash":"(0x[0-9a-f]+)"', bytes(block.result)).group(1))
+            calls = replay_mix(random.Random(5), head, [h.decode() for h in hashes])
+            counted = {}
+            replies = {}
+            for name, served in (("plain", plain), ("cached", cached)):
+                before = sum([await upstream_calls(http, node, m) for m in MIX_METHODS])
+                client = Client(http, served.http_url)
+                answers = []
+                for start in range(0, len(calls), 50):  # batches of 50, as a busy dapp sends
+                    answers += await client.batch(calls[start : start + 50])
+                after = sum([await upstream_calls(http, node, m) for m in MIX_METHODS])
+                counted[name] = after - before
+                replies[name] = [bytes(a.result) for a in answers]
+        assert replies["cached"] == replies["plain"]
+        assert counted["cached"] * 2 <= counted["plain"], counted
+        print(f"\nupstream calls for {len(calls)} replayed dapp calls: {counted}")
