@@ -29,6 +29,7 @@ from broker.events import ChainEvent, HeadEvent
 from broker.filters import FilterRegistry
 from broker.http import (
     JSON_HEADERS,
+    ConnectionDeadlines,
     HttpRequest,
     HttpResponse,
     Responder,
@@ -129,6 +130,7 @@ class Broker:
         stream_methods.install(self)
         self.add_service(self._start_event_path)
         self._ingest = ingest
+        self.http_deadlines = ConnectionDeadlines()
 
     # -- composition --------------------------------------------------------------------------
 
@@ -215,6 +217,7 @@ class Broker:
         self.port = bound
         try:
             async with trio.open_nursery() as outer:
+                outer.start_soon(self.http_deadlines.serve)
                 # Bound but not ready until the resources (Redis) answer: say so with 503 rather
                 # than leave load balancers and clients waiting on an open, silent port.
                 starting, stopped = trio.CancelScope(), trio.Event()
@@ -226,6 +229,7 @@ class Broker:
                     starting.cancel()
                     await stopped.wait()  # one task at a time may accept on a socket
                     await self._serve_ready(listeners, bound, task_status)
+                outer.cancel_scope.cancel()  # the deadlines task: no connection is left
         finally:
             for network in self.networks:
                 with trio.CancelScope(shield=True):
@@ -293,6 +297,7 @@ class Broker:
             takeover = await handle_http(
                 stream,
                 respond or self.respond,
+                self.http_deadlines,
                 body_limit=self.limits.http_body,
                 body_timeout=self.limits.http_body_timeout,
             )

@@ -33,19 +33,20 @@ class CachedChainCalls:
         if store is None or epoch is None:
             return await adapter.call(chain, method, params)
         raw = bytes(params)
-        lifetime = adapter.answer_lifetime(chain, method, raw, epoch.head)
-        if lifetime is Lifetime.NEVER:
-            return await adapter.call(chain, method, params)
         key = (chain, method, raw)
-        while True:
+        # A stored answer carries its own lifetime: the adapter is asked only on a miss.
+        hit = store.get(key, epoch)
+        if hit is not None:
+            return Raw(hit)
+        lifetime = adapter.answer_lifetime(chain, method, raw, epoch.head)
+        if lifetime is Lifetime.NEVER:  # never coalesced either: sends must all reach the chain
+            return await adapter.call(chain, method, params)
+        while (pending := self._inflight.get(key)) is not None:
+            await pending.wait()  # the same call is under way: take its answer when it lands
+            epoch = self._epoch(adapter, chain) or epoch
             hit = store.get(key, epoch)
             if hit is not None:
                 return Raw(hit)
-            pending = self._inflight.get(key)
-            if pending is None:
-                break
-            await pending.wait()  # the same call is under way: take its answer when it lands
-            epoch = self._epoch(adapter, chain) or epoch
         done = self._inflight[key] = trio.Event()
         try:
             result = await adapter.call(chain, method, params)

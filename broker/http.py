@@ -98,60 +98,108 @@ def _write_nowait(fd: int, data: bytes) -> None:
         os.write(fd, data)
 
 
+class ConnectionDeadlines:
+    """The idle and body deadlines of every HTTP connection, enforced by one task.
+
+    A cancel scope per request would cost more than answering a cached request (moving a trio
+    deadline reorders the run loop's deadline heap twice per request). Instead each connection
+    records its deadline in a plain attribute, and :meth:`serve` wakes every ``resolution``
+    seconds to end the connections past theirs: a deadline is honoured to within ``resolution``.
+    """
+
+    def __init__(self, resolution: float = 0.5) -> None:
+        self.resolution = resolution
+        self._watches: set[_Watch] = set()
+
+    def watch(self, deadline: float, expire: Callable[[], None]) -> _Watch:
+        """Call ``expire`` once ``watch.deadline`` (``deadline`` to start with) has passed."""
+        watch = _Watch(deadline, expire)
+        self._watches.add(watch)
+        return watch
+
+    def forget(self, watch: _Watch) -> None:
+        self._watches.discard(watch)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """End connections past their deadlines, until cancelled."""
+        task_status.started()
+        while True:
+            await trio.sleep(self.resolution)
+            now = trio.current_time()
+            for watch in [w for w in self._watches if w.deadline <= now]:
+                self._watches.discard(watch)
+                watch.expire()
+
+
+class _Watch:
+    __slots__ = ("deadline", "expire")
+
+    def __init__(self, deadline: float, expire: Callable[[], None]) -> None:
+        self.deadline = deadline
+        self.expire = expire
+
+
 async def handle_http(
-    stream: trio.SocketStream, respond: Responder, *, body_limit: int, body_timeout: float
+    stream: trio.SocketStream,
+    respond: Responder,
+    deadlines: ConnectionDeadlines,
+    *,
+    body_limit: int,
+    body_timeout: float,
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
 
-    ``body_timeout`` bounds the time from a request's head to the end of its body: the idle timeout
-    covers only the wait for a head, and a client trickling its body must not hold the connection.
+    A connection waiting for a request head longer than ``IDLE_TIMEOUT`` is closed; one whose
+    request body has not arrived in full ``body_timeout`` after its head gets 408 and is closed
+    (a client trickling its body must not hold the connection). ``deadlines`` enforces both.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
     fd = sock.fileno()
-    deadline = trio.CancelScope()
-    head_deadline = trio.current_time() + IDLE_TIMEOUT
-    body_deadline = math.inf
-    try:
-        with deadline:
-            while True:
-                event = conn.next_event()
-                if event is NEED_DATA:
-                    pending = conn.data_to_send()
-                    if pending:
-                        await _write(sock, fd, pending)
-                    if conn.headers_complete:
-                        if body_deadline == math.inf:
-                            body_deadline = trio.current_time() + body_timeout
-                        deadline.deadline = body_deadline
-                    else:
-                        deadline.deadline = head_deadline
-                    conn.receive_data(await _read(sock, fd))
-                    continue
-                if event is ENDED:
-                    return None
-                if isinstance(event, Refused):
-                    await _write(sock, fd, conn.send_response(event.response))
-                    return None
-                deadline.deadline = math.inf  # answering is bounded by the methods' own limits
-                request = event.request
-                if isinstance(event, UpgradeRequested) and is_websocket_upgrade(request):
-                    outcome = await respond(request)
-                    if isinstance(outcome, HttpResponse):
-                        await _write(sock, fd, conn.send_response(outcome))
-                        return None
-                    return Takeover(outcome, event.trailing)
-                outcome = await respond(request)
-                assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
-                await _write(sock, fd, conn.send_response(outcome))
-                head_deadline = trio.current_time() + IDLE_TIMEOUT
-                body_deadline = math.inf
-        if conn.headers_complete:  # the body deadline passed
+
+    def expire() -> None:
+        if conn.headers_complete:
             timeout = json_error(
                 408, InvalidRequest(f"request body not received within {body_timeout:g} s")
             )
             _write_nowait(fd, conn.send_response(timeout))
+        sock.close()  # wakes this connection's task, waiting to read, with ClosedResourceError
+
+    watch = deadlines.watch(trio.current_time() + IDLE_TIMEOUT, expire)
+    in_body = False
+    try:
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                pending = conn.data_to_send()
+                if pending:
+                    await _write(sock, fd, pending)
+                if conn.headers_complete and not in_body:
+                    in_body = True
+                    watch.deadline = trio.current_time() + body_timeout
+                conn.receive_data(await _read(sock, fd))
+                continue
+            if event is ENDED:
+                return None
+            if isinstance(event, Refused):
+                await _write(sock, fd, conn.send_response(event.response))
+                return None
+            watch.deadline = math.inf  # answering is bounded by the methods' own limits
+            request = event.request
+            if isinstance(event, UpgradeRequested) and is_websocket_upgrade(request):
+                outcome = await respond(request)
+                if isinstance(outcome, HttpResponse):
+                    await _write(sock, fd, conn.send_response(outcome))
+                    return None
+                return Takeover(outcome, event.trailing)
+            outcome = await respond(request)
+            assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
+            await _write(sock, fd, conn.send_response(outcome))
+            in_body = False
+            watch.deadline = trio.current_time() + IDLE_TIMEOUT
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
         pass
+    finally:
+        deadlines.forget(watch)
     return None

@@ -14,7 +14,15 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Responder, Upgrade, handle_http
+from broker.http import (
+    JSON_HEADERS,
+    ConnectionDeadlines,
+    HttpRequest,
+    HttpResponse,
+    Responder,
+    Upgrade,
+    handle_http,
+)
 from broker.metrics import CONTENT_TYPE, Metrics
 
 _BODY_LIMIT: Final = 64 * 1024
@@ -47,13 +55,17 @@ async def serve_status(
 ) -> None:
     """Serve ``/metrics`` and ``/healthz`` on ``host:port`` until cancelled; starts with the port."""
     respond = status_responder(metrics, health)
+    deadlines = ConnectionDeadlines()
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
-            await handle_http(stream, respond, body_limit=_BODY_LIMIT, body_timeout=_BODY_TIMEOUT)
+            await handle_http(
+                stream, respond, deadlines, body_limit=_BODY_LIMIT, body_timeout=_BODY_TIMEOUT
+            )
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound: int = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(deadlines.serve)
         nursery.start_soon(trio.serve_listeners, handle, listeners)
         task_status.started(bound)

@@ -55,6 +55,9 @@ WRITE_METHODS: Final[dict[str, str]] = {
 }
 
 
+_METHODS: Final = frozenset(READ_METHODS) | frozenset(WRITE_METHODS)
+
+
 def chain_id_of(caip2: str) -> int:
     """The numeric chain id of an ``eip155:<id>`` CAIP-2 id."""
     namespace, _, reference = caip2.partition(":")
@@ -171,7 +174,7 @@ class DevChainAdapter(ChainAdapter):
 
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
-        return frozenset(READ_METHODS) | frozenset(WRITE_METHODS)
+        return _METHODS
 
     def _check_chain(self, chain: str) -> None:
         if chain != self.spec.chain:

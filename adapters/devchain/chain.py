@@ -72,6 +72,7 @@ class LocalChain:
         #: every rewind that removed blocks.
         self.version = 0
         self.reorgs = 0
+        self._epoch: tuple[int, CacheEpoch] | None = None
         genesis = evm.get_canonical_block_by_number(BlockNumber(0))
         self.adopt(self._render(genesis))
 
@@ -158,8 +159,14 @@ class LocalChain:
 
     def epoch(self) -> CacheEpoch:
         """What the chain serves now, for the broker's response cache."""
-        head = self.head
-        return CacheEpoch(head.number, f"{head.hash}/{self.version}", self.reorgs)
+        epoch = self._epoch
+        if epoch is None or epoch[0] != self.version:
+            head = self.head
+            epoch = self._epoch = (
+                self.version,
+                CacheEpoch(head.number, f"{head.hash}/{self.version}", self.reorgs),
+            )
+        return epoch[1]
 
     # ----------------------------------------------------------------------------------------------
     # Building blocks (py-evm work)

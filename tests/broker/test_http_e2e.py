@@ -1,13 +1,17 @@
 """HTTP edges over real sockets: a request body has a deadline, and the API key is checked before
 anything about networks is told."""
 
+import functools
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from broker.config import Config, ServerConfig
+from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResponse, handle_http
 from broker.limits import Limits
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.rawws import RawWebSocket
@@ -133,3 +137,44 @@ async def test_an_unknown_key_gets_401_on_the_websocket_upgrade_too(node: Runnin
         await ws.call({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"})
         assert await ws.message() == {"jsonrpc": "2.0", "id": 1, "result": "0x539"}
         ws.close()
+
+
+async def test_deadlines_close_an_idle_connection_and_time_out_a_trickled_body(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """On a socket pair, with trio's clock jumping: no wall-clock time passes."""
+
+    async def respond(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(200, b"{}")
+
+    deadlines = ConnectionDeadlines()
+    with trio.fail_after(300):  # virtual seconds: a hang here is the bug
+        await _expire_on_a_socket_pair(deadlines, respond)
+
+
+async def _expire_on_a_socket_pair(
+    deadlines: ConnectionDeadlines, respond: Callable[[HttpRequest], Awaitable[HttpResponse]]
+) -> None:
+    async with trio.open_nursery() as nursery:
+        await nursery.start(deadlines.serve)
+        for trickle, expected_after in ((b"", IDLE_TIMEOUT), (head(10) + b"[", 2.0)):
+            ours, theirs = trio.socket.socketpair()
+            server = trio.SocketStream(ours)
+            nursery.start_soon(
+                functools.partial(handle_http, body_limit=1024, body_timeout=2.0),
+                server,
+                respond,
+                deadlines,
+            )
+            with theirs:
+                await theirs.send(trickle)
+                started = trio.current_time()
+                reply = await read_until_closed(theirs)
+                waited = trio.current_time() - started
+            assert expected_after <= waited <= expected_after + deadlines.resolution + 0.01
+            if trickle:
+                assert reply.split(b" ", 2)[1] == b"408", reply
+            else:
+                assert reply == b""  # an idle connection is just closed
+            server.socket.close()
+        nursery.cancel_scope.cancel()
