@@ -34,6 +34,7 @@ test: lint typecheck pytest
 
 # Benchmarks against peers (docs/benchmarks/): BENCH_QUICK=1 for the quick mode (under 3 minutes).
 bench: $(STAMP)
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }
 	@[ bench/peers/node/node_modules/.installed -nt bench/peers/node/package-lock.json ] || { cd bench/peers/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; }
 	$(BIN)/python -m bench

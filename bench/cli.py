@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import payloads, report
+from bench.http_wrk import run_http
 from bench.procs import ROOT
 from bench.workloads import (
     FANOUT_SYSTEMS,
@@ -31,7 +32,7 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "devchain")
+WORKLOADS = ("fanout", "devchain", "http")
 
 
 def machine() -> dict[str, Any]:
@@ -70,7 +71,8 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     for kind, systems in partial.get("fanout", {}).items():
         merged.setdefault("fanout", {}).setdefault(kind, {}).update(systems)
     merged.setdefault("memory", {}).update(partial.get("memory", {}))
-    for key in ("fanout_reference", "getlogs", "http", "profiles", "memory_profile"):
+    merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
+    for key in ("fanout_reference", "getlogs", "http_wrk", "profiles", "memory_profile"):
         if key in partial:
             merged[key] = partial[key]
     merged["partial_updates"] = [
@@ -179,7 +181,9 @@ def main(argv: list[str] | None = None) -> None:
         devchain = run_devchain(settings, log)
         results["fanout_reference"] = devchain["fanout_reference"]
         results["getlogs"] = devchain["getlogs"]
-        results["http"] = devchain["http"]
+    if not only or "http" in only:
+        log("HTTP: every node call under wrk, beside Node's http server")
+        results["http_wrk"] = run_http(settings, log)
     if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
         log("memory profile: an idle session connection, line by line")
         results["memory_profile"] = memory_profile(settings, log)

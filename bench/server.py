@@ -53,18 +53,20 @@ from bench.synthetic import (
 )
 from broker.app import Broker
 from broker.cli import build_broker, freeze_startup_objects, parser
-from broker.config import Config
+from broker.config import Config, ServerConfig
 from broker.dispatch import CallContext
 
 
-def build(mode: str, port: int) -> Broker:
+def build(mode: str, port: int, *, response_cache: bool = True) -> Broker:
     """The broker of ``mode``, from ``scopecast serve`` arguments and a config."""
     args = parser().parse_args(["serve", "--port", str(port), "--block-time", "0"])
+    server = ServerConfig() if response_cache else ServerConfig(response_cache_bytes=0)
     if mode == "devchain":
-        return build_broker(args, Config())
+        return build_broker(args, Config(server=server))
     adapter = SYNTHETIC if mode == "synthetic" else CONSTANT
     config = Config(
-        networks={"dev": {"chain": payloads.CHAIN, "adapter": adapter, "default": True}}
+        server=server,
+        networks={"dev": {"chain": payloads.CHAIN, "adapter": adapter, "default": True}},
     )
     return build_broker(args, config)
 
@@ -201,8 +203,8 @@ async def _control(broker: Broker) -> None:
     broker.shutdown()
 
 
-async def serve(mode: str, port: int, freeze: bool) -> None:
-    broker = build(mode, port)
+async def serve(mode: str, port: int, freeze: bool, response_cache: bool) -> None:
+    broker = build(mode, port, response_cache=response_cache)
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(broker.serve, "127.0.0.1", port)
         if freeze:
@@ -223,6 +225,12 @@ def main() -> None:
         action="store_false",
         help="skip the gc.freeze() that `scopecast serve` does once started (to measure it)",
     )
+    cli.add_argument(
+        "--no-response-cache",
+        dest="response_cache",
+        action="store_false",
+        help="serve every call from the chain (to time the chain's own work, e.g. eth_getLogs)",
+    )
     cli.add_argument("--tracemalloc", type=int, default=0, help="trace allocations, N frames deep")
     args = cli.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -231,7 +239,7 @@ def main() -> None:
         tracemalloc.start(args.tracemalloc)
     if args.reply is not None:
         ConstantChainAdapter.reply = args.reply.read_bytes()
-    trio.run(serve, args.mode, args.port, args.gc_freeze)
+    trio.run(serve, args.mode, args.port, args.gc_freeze, args.response_cache)
 
 
 if __name__ == "__main__":

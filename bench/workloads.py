@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from bench import payloads
-from bench.procs import Child, ChildError, cpu_seconds, free_port, rss_kib
+from bench.procs import Child, ChildError, cpu_seconds, rss_kib
 
 PYTHON = sys.executable
 SCOPE = payloads.CHAIN
@@ -151,11 +151,13 @@ def profiling(settings: Settings, pid: int, name: str) -> Iterator[None]:
         spy.wait(60)
 
 
-def start_scopecast(mode: str) -> Callable[[Settings, str], Child]:
+def start_scopecast(mode: str, *, cache: bool = True) -> Callable[[Settings, str], Child]:
     def start(settings: Settings, name: str) -> Child:
         argv = [PYTHON, "-m", "bench.server", mode]
         if not settings.gc_freeze:
             argv.append("--no-gc-freeze")
+        if not cache:
+            argv.append("--no-response-cache")
         return Child(name, argv, cpus=settings.server_cpus, log_dir=settings.run_dir)
 
     return start
@@ -561,10 +563,15 @@ class HttpClient:
 
 
 def build_log_chain(
-    client: HttpClient, total_logs: int, log: Callable[[str], None]
+    client: HttpClient,
+    total_logs: int,
+    log: Callable[[str], None],
+    *,
+    per_call: int = 0,
 ) -> dict[str, Any]:
     """Deploy the log emitter and call it until the chain holds ``total_logs`` of its logs, through
-    the dev chain's public methods (``eth_sendRawTransaction``, mined at once with block time 0)."""
+    the dev chain's public methods (``eth_sendRawTransaction``, mined at once with block time 0),
+    ``per_call`` logs a call (default :data:`bench.logchain.LOGS_PER_CALL`)."""
     from eth_account import Account
     from eth_utils.address import to_checksum_address
 
@@ -603,11 +610,10 @@ def build_log_chain(
     if client.rpc("eth_getCode", [contract, "latest"]) in ("0x", None):
         raise ChildError("the log emitter was not deployed")
     first_block = int(client.rpc("eth_blockNumber", []), 16) + 1
-    calls = total_logs // logchain.LOGS_PER_CALL
+    per_call = per_call or logchain.LOGS_PER_CALL
+    calls = total_logs // per_call
     for index in range(calls):
-        data = logchain.LOGS_PER_CALL.to_bytes(32, "big") + logchain.sender_word(
-            index % logchain.SENDERS
-        )
+        data = per_call.to_bytes(32, "big") + logchain.sender_word(index % logchain.SENDERS)
         send(contract, data, logchain.GAS_PER_CALL)
     last_block = int(client.rpc("eth_blockNumber", []), 16)
     seconds = time.perf_counter() - started
@@ -616,7 +622,7 @@ def build_log_chain(
         "contract": contract,
         "first_block": first_block,
         "last_block": last_block,
-        "emitted_logs": calls * logchain.LOGS_PER_CALL,
+        "emitted_logs": calls * per_call,
         "build_seconds": round(seconds, 1),
     }
 
@@ -651,11 +657,12 @@ def _ms(seconds: list[float]) -> dict[str, float]:
 
 
 def run_devchain(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
-    """The reference fan-out through the real dev chain, then getLogs, then HTTP against peers."""
+    """The reference fan-out through the real dev chain, then getLogs (the chain's own work: the
+    response cache is off, or every repeat after the first would be a cache hit)."""
     from bench import logchain
 
     results: dict[str, Any] = {}
-    server = start_scopecast("devchain")(settings, "scopecast-devchain")
+    server = start_scopecast("devchain", cache=False)(settings, "scopecast-devchain")
     try:
         port = server.wait_ready()
         client = HttpClient(port)
@@ -716,22 +723,8 @@ def run_devchain(settings: Settings, log: Callable[[str], None]) -> dict[str, An
             f" eth-tester {tester['seconds'][0] * 1000:.0f} ms"
         )
 
-        block_reply = client.rpc_raw("eth_getBlockByNumber", ["latest", False])
-        result_bytes = msgspec.json.encode(msgspec.json.decode(block_reply)["result"])
-        reply_file = settings.run_dir / "constant-reply.json"
-        reply_file.write_bytes(result_bytes)
-        with profiling(settings, server.pid, "scopecast-http-getblock"):
-            getblock = _http(port, "eth_getBlockByNumber", settings)
-        results["http"] = {
-            "reply_bytes": len(block_reply),
-            "systems": {"scopecast-getblock": getblock},
-        }
-        log(
-            f"  HTTP eth_getBlockByNumber: {results['http']['systems']['scopecast-getblock']['req_per_s']}/s"
-        )
     finally:
         server.stop()
-    results["http"]["systems"].update(_http_peers(settings, reply_file, log))
     return results
 
 
@@ -767,83 +760,3 @@ def _reference_fanout(
         return figures
     finally:
         loadgens.stop()
-
-
-def _http(port: int, method: str, settings: Settings, path: str = "/v3/dev") -> dict[str, Any]:
-    loadgens = LoadGenerators(settings, f"http-{port}")
-    try:
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": method, "params": ["latest", False]}
-        )
-        reply = loadgens.children[0].request(
-            {
-                "cmd": "http",
-                "port": port,
-                "path": path,
-                "body": body,
-                "clients": settings.http_clients,
-                "seconds": settings.http_seconds,
-                "warmup": settings.http_warmup,
-            },
-            timeout=settings.http_seconds + 120,
-        )
-    finally:
-        loadgens.stop()
-    if reply["errors"] or set(reply["statuses"]) != {"200"} or '"result"' not in reply["sample"]:
-        reply["problems"] = [f"errors {reply['errors']}, statuses {reply['statuses']}"]
-    return reply
-
-
-def _http_peers(settings: Settings, reply_file: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    constant = Child(
-        "scopecast-constant",
-        [PYTHON, "-m", "bench.server", "constant", "--reply", str(reply_file)],
-        cpus=settings.server_cpus,
-        log_dir=settings.run_dir,
-    )
-    try:
-        port = constant.wait_ready()
-        with profiling(settings, constant.pid, "scopecast-http-constant"):
-            results["scopecast-constant"] = _http(port, "eth_getBlockByNumber", settings)
-    finally:
-        constant.stop()
-    log(f"  HTTP scopecast constant reply: {results['scopecast-constant']['req_per_s']}/s")
-    port = free_port()
-    hypercorn = Child(
-        "hypercorn",
-        [
-            str(Path(PYTHON).parent / "hypercorn"),
-            "--workers",
-            "1",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "bench.peers.hypercorn_app:app",
-        ],
-        cpus=settings.server_cpus,
-        log_dir=settings.run_dir,
-        env={"BENCH_REPLY": str(reply_file)},
-        controlled=False,
-    )
-    try:
-        _wait_port(port, hypercorn)
-        results["hypercorn-constant"] = _http(port, "eth_getBlockByNumber", settings, "/")
-    finally:
-        hypercorn.stop()
-    log(f"  HTTP hypercorn constant reply: {results['hypercorn-constant']['req_per_s']}/s")
-    return results
-
-
-def _wait_port(port: int, child: Child, timeout: float = 60) -> None:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if child.proc.poll() is not None:
-            raise ChildError(f"{child.name} exited; see {child.log_path}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise ChildError(f"{child.name} did not listen on {port}")

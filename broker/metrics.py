@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
@@ -48,6 +55,54 @@ class _ResponseCacheCollector:
         yield GaugeMetricFamily(
             "scopecast_response_cache_entries", "Answers in the cache", stats.entries
         )
+
+
+_LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10)
+
+
+class _RequestCollector:
+    """``scopecast_requests_total`` and ``scopecast_request_seconds``, counted in plain ints.
+
+    The request path only adds to lists; the Prometheus families are built at scrape. (Through
+    ``prometheus_client``'s own counters every call took two locks and a bucket loop.)
+    """
+
+    def __init__(self) -> None:
+        self.outcomes: dict[tuple[str, str], list[int]] = {}
+        #: per method: a count per bucket (not cumulative), then +Inf, then [sum]
+        self.latency: dict[str, tuple[list[int], list[float]]] = {}
+
+    def observe(self, method: str, outcome: str, seconds: float) -> None:
+        counter = self.outcomes.get((method, outcome))
+        if counter is None:
+            counter = self.outcomes[method, outcome] = [0]
+        counter[0] += 1
+        histogram = self.latency.get(method)
+        if histogram is None:
+            histogram = self.latency[method] = ([0] * (len(_LATENCY_BUCKETS) + 1), [0.0])
+        histogram[0][bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
+        histogram[1][0] += seconds
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "scopecast_requests", "JSON-RPC calls answered", labels=["method", "outcome"]
+        )
+        for (method, outcome), counter in self.outcomes.items():
+            requests.add_metric([method, outcome], counter[0])
+        yield requests
+        latency = HistogramMetricFamily(
+            "scopecast_request_seconds", "JSON-RPC call latency", labels=["method"]
+        )
+        for method, (counts, total) in self.latency.items():
+            cumulative, buckets = 0, []
+            for bound, count in zip((*_LATENCY_BUCKETS, math.inf), counts, strict=True):
+                cumulative += count
+                buckets.append(("+Inf" if bound == math.inf else repr(float(bound)), cumulative))
+            latency.add_metric([method], buckets, total[0])
+        yield latency
 
 
 class _IngestionCollector:
@@ -118,20 +173,9 @@ class Metrics:
         r.register(self._ingestion)
         self._response_cache = _ResponseCacheCollector()
         r.register(self._response_cache)
-        self.requests = Counter(
-            "scopecast_requests", "JSON-RPC calls answered", ["method", "outcome"], registry=r
-        )
-        self.latency = Histogram(
-            "scopecast_request_seconds",
-            "JSON-RPC call latency",
-            ["method"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10),
-            registry=r,
-        )
+        self._requests = _RequestCollector()
+        r.register(self._requests)
         self._known_methods: set[str] = set()
-        # The labelled children of a (method, outcome), looked up once: ``labels()`` costs more
-        # than the increment itself on the request path.
-        self._request_children: dict[tuple[str, bool], tuple[Any, Any]] = {}
 
     def watch_ingestion(self, chain: str, adapter: ChainAdapter) -> None:
         """Export the counts ``adapter`` keeps for ``chain`` (``scopecast_blocks_without_logs``)."""
@@ -150,16 +194,7 @@ class Metrics:
                 self._known_methods.add(method)
             else:
                 method = "other"
-        failed = error is not None
-        children = self._request_children.get((method, failed))
-        if children is None:
-            children = (
-                self.requests.labels(method, "error" if failed else "ok"),
-                self.latency.labels(method),
-            )
-            self._request_children[method, failed] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self._requests.observe(method, "ok" if error is None else "error", seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""
