@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEV_API_KEY: Final = "dev"
+#: What geth accepts as a JSON-RPC request body's Content-Type.
+JSON_RPC_CONTENT_TYPES: Final = frozenset(
+    {b"application/json", b"application/json-rpc", b"application/jsonrequest"}
+)
 
 
 class Unauthenticated(ServerError):
@@ -359,7 +363,7 @@ class Broker:
                 [(b"allow", b"POST, OPTIONS")],
             )
         content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
-        if content_type != b"application/json":
+        if content_type not in JSON_RPC_CONTENT_TYPES:
             return HttpResponse(415, b"invalid content type, only application/json is supported")
         reply = await self.dispatcher.handle(request.body, context)
         return HttpResponse(200, reply or b"", JSON_HEADERS)

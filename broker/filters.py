@@ -17,9 +17,9 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from adapters.evm.log_filter import LogCriteria, parse_criteria
 from broker.errors import InvalidParams, LimitExceeded, ServerError, missing_argument
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.logfilter import LogCriteria, parse_criteria
 
 FILTER_TIMEOUT: Final = 15 * 60.0
 MAX_BUFFERED: Final = 10_000

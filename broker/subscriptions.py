@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from adapters.evm.log_filter import LogCriteria, parse_criteria
 from broker import frames
 from broker.errors import InvalidParams, ServerError, WireError, missing_argument
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.logfilter import LogCriteria, parse_criteria
 from broker.metrics import Metrics
 
 MAX_PER_CONNECTION: Final = 1024

@@ -137,17 +137,21 @@ def parse_account_id(text: str) -> AccountId:
     return AccountId(chain, normalize_address(str(chain), match["address"]))
 
 
-class ScopeObject(msgspec.Struct, frozen=True):
+class ScopeObject(msgspec.Struct, frozen=True, omit_defaults=True):
     """A CAIP-217 scope in normalised form: what a dapp may call, hear and use on one chain.
 
     ``accounts`` are CAIP-10 ids of the scope's own chain (EVM addresses lowercase). A granted
-    scope always carries all three arrays, possibly empty. Unknown fields are ignored on decoding,
-    so that a stored session written by a newer version still reads.
+    scope always carries all three arrays, possibly empty; ``rpcDocuments`` and ``rpcEndpoints``
+    (CAIP-217's optional URLs of OpenRPC documents and of RPC endpoints the dapp prefers) only when
+    requested. Unknown fields are ignored on decoding, so that a stored session written by a newer
+    version still reads.
     """
 
     methods: tuple[str, ...]
     notifications: tuple[str, ...]
     accounts: tuple[str, ...]
+    rpc_documents: tuple[str, ...] = msgspec.field(default=(), name="rpcDocuments")
+    rpc_endpoints: tuple[str, ...] = msgspec.field(default=(), name="rpcEndpoints")
 
 
 class SessionProperties(msgspec.Struct, frozen=True, rename="camel"):

@@ -132,7 +132,8 @@ class DevChainAdapter(ChainAdapter):
             self._chain = chain
         else:
             self._chain = await trio.to_thread.run_sync(self._create_dev_chain)
-        self._handlers = {**ReadMethods(self.chain, self._pool).table(), **self._write_methods()}
+        reads = ReadMethods(self.chain, self._pool, pending_block=self.pending_block)
+        self._handlers = {**reads.table(), **self._write_methods()}
 
     def _create_dev_chain(self) -> LocalChain:
         self._accounts = derive_accounts(self.options.mnemonic, self.options.accounts)
@@ -271,6 +272,24 @@ class DevChainAdapter(ChainAdapter):
 
     # ----------------------------------------------------------------------------------------------
     # Mining
+
+    async def pending_block(self) -> BlockRecord:
+        """The block the pool's executable transactions would make on the head, not kept."""
+        async with self._lock:
+            chain = self.chain
+            parent = chain.head
+            nonces: dict[bytes, int] = {}
+
+            def nonce_of(sender: bytes) -> int:
+                if sender not in nonces:
+                    nonces[sender] = chain.account(parent, sender)[0]
+                return nonces[sender]
+
+            txs = [entry.tx for entry in self._pool.executable(nonce_of)]
+            timestamp = chain.next_timestamp(parent)
+            return await trio.to_thread.run_sync(
+                lambda: chain.pending_block(parent, txs, timestamp=timestamp)
+            )
 
     async def mine(self, *, timestamp: int | None = None, demo_transfers: int = 0) -> BlockRecord:
         """Mine one block now (with ``demo_transfers`` random token transfers)."""

@@ -229,6 +229,21 @@ class LocalChain:
         Returns the rendered block and the transactions left out because they failed validation
         against the block (wrong nonce, funds gone, ...).
         """
+        block, rejected = self._execute(parent, txs, timestamp)
+        self.evm.persist_block(block)
+        return self._render(block), rejected
+
+    def pending_block(
+        self, parent: BlockRecord, txs: Sequence[Any], *, timestamp: int
+    ) -> BlockRecord:
+        """The block ``txs`` would make on ``parent``, executed but neither persisted nor adopted
+        (geth's pending block)."""
+        block, _ = self._execute(parent, txs, timestamp)
+        return self._render(block)
+
+    def _execute(
+        self, parent: BlockRecord, txs: Sequence[Any], timestamp: int
+    ) -> tuple[Any, list[Any]]:
         header = self.child_header(parent, timestamp)
         try:
             block = self._assemble(header, txs)
@@ -244,8 +259,7 @@ class LocalChain:
                 else:
                     included.append(tx)
             block = self._assemble(header, included)
-        self.evm.persist_block(block)
-        return self._render(block), rejected
+        return block, rejected
 
     def import_evm_block(self, block: Any) -> BlockRecord:
         """Execute and persist an externally produced block, every check on but the seal."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from adapters.base import LogRecord
+from adapters.evm.log_filter import LogCriteria
 
 MAX_RESULTS: Final = 10_000
 MAX_SECONDS: Final = 10.0
@@ -38,42 +39,6 @@ class BlockLogs:
     logs: tuple[LogRecord, ...]
     addresses: frozenset[str]
     topics: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
-class LogMatcher:
-    """geth's log filter: any of ``addresses`` (empty = any), and per topic position any of the
-    alternatives (``None`` = wildcard). A log with fewer topics than positions never matches."""
-
-    addresses: frozenset[str] = frozenset()
-    topics: tuple[frozenset[str] | None, ...] = ()
-
-    @classmethod
-    def build(cls, addresses: Sequence[str], topics: Sequence[Sequence[str] | None]) -> LogMatcher:
-        return cls(
-            addresses=frozenset(addresses),
-            topics=tuple(frozenset(t) if t else None for t in topics),
-        )
-
-    def may_match(self, block: BlockLogs) -> bool:
-        """False when no log of ``block`` can match (cheap set checks)."""
-        if self.addresses and self.addresses.isdisjoint(block.addresses):
-            return False
-        return all(
-            alternatives is None or not alternatives.isdisjoint(block.topics)
-            for alternatives in self.topics
-        )
-
-    def matches(self, log: LogRecord) -> bool:
-        if self.addresses and log.address not in self.addresses:
-            return False
-        topics = log.topics
-        if len(self.topics) > len(topics):
-            return False
-        for position, alternatives in enumerate(self.topics):
-            if alternatives is not None and topics[position] not in alternatives:
-                return False
-        return True
 
 
 class LogIndex:
@@ -131,7 +96,7 @@ class LogIndex:
 
 def scan(
     blocks: Sequence[BlockLogs],
-    matcher: LogMatcher,
+    matcher: LogCriteria,
     *,
     limit: int = MAX_RESULTS,
     timeout: float = MAX_SECONDS,
@@ -143,7 +108,7 @@ def scan(
     """
     deadline = time.monotonic() + timeout
     found: list[bytes] = []
-    unfiltered = not matcher.addresses and all(t is None for t in matcher.topics)
+    unfiltered = matcher.unfiltered
     for position, block in enumerate(blocks):
         if position % _CLOCK_EVERY == 0 and time.monotonic() > deadline:
             raise QueryTimeout
@@ -151,9 +116,9 @@ def scan(
             if len(found) + len(block.logs) > limit:
                 raise TooManyResults
             found.extend(log.json for log in block.logs)
-        elif matcher.may_match(block):
+        elif matcher.may_match(block.addresses, block.topics):
             room = limit - len(found)
-            matched = [log.json for log in block.logs if matcher.matches(log)]
+            matched = [log.json for log in block.logs if matcher.matches(log.address, log.topics)]
             if len(matched) > room:
                 raise TooManyResults
             found.extend(matched)

@@ -26,12 +26,13 @@ from eth_abi.abi import decode as abi_decode
 from eth_typing import Address
 from eth_utils.exceptions import ValidationError
 
+from adapters.evm.log_filter import LogCriteria
 from schemas import eth as schema
 from schemas.errors import InvalidParams, LimitExceeded, ServerError, WireError, invalid_argument
 
 from .chain import CallRequest, GasEstimateFailed, LocalChain, NotCanonical
 from .formatting import blob_base_fee, data, format_transaction, quantity
-from .log_index import MAX_SECONDS, BlockLogs, LogMatcher, QueryTimeout, TooManyResults, scan
+from .log_index import MAX_SECONDS, BlockLogs, QueryTimeout, TooManyResults, scan
 from .params import argument, optional_argument, positional
 from .records import BlockRecord, json_array
 from .txpool import TxPool
@@ -118,7 +119,7 @@ def _decode_call(value: Any) -> CallRequest:
     return CallRequest(**request)
 
 
-def _scan_within_limits(blocks: list[BlockLogs], matcher: LogMatcher) -> list[bytes]:
+def _scan_within_limits(blocks: list[BlockLogs], matcher: LogCriteria) -> list[bytes]:
     """The logs of ``blocks`` that ``matcher`` selects, within SPEC §8's bounds (10,000 results,
     ``MAX_SECONDS`` of scanning): past either, -32005 :class:`LimitExceeded` with geth's text.
 
@@ -168,12 +169,33 @@ READ_METHODS: Final[dict[str, str]] = {
 """RPC method name -> :class:`ReadMethods` handler attribute."""
 
 
+_block_object = msgspec.json.Decoder(dict[str, Any])
+
+
+def pending_json(record: BlockRecord, full: bool) -> bytes:
+    """The pending block as geth shows it: built like the next block, but with no ``hash``,
+    ``nonce`` or ``miner`` (and its transactions in no block hash)."""
+    block = _block_object.decode(record.json(full))
+    block.update(hash=None, nonce=None, miner=None)
+    if full:
+        for tx in block["transactions"]:
+            tx["blockHash"] = None
+    return msgspec.json.encode(block)
+
+
 class ReadMethods:
     """Handlers of the read-only node methods over one :class:`LocalChain`."""
 
-    def __init__(self, chain: LocalChain, pool: TxPool) -> None:
+    def __init__(
+        self,
+        chain: LocalChain,
+        pool: TxPool,
+        *,
+        pending_block: Callable[[], Awaitable[BlockRecord]] | None = None,
+    ) -> None:
         self.chain = chain
         self.pool = pool
+        self._pending_block = pending_block
 
     def table(self) -> dict[str, Handler]:
         """The handlers by RPC method name."""
@@ -246,8 +268,11 @@ class ReadMethods:
 
     async def block_by_number(self, raw: msgspec.Raw) -> msgspec.Raw | None:
         params = positional(raw, 2)
-        record = self._block_param(params, 0)
-        return self._block_json(record, argument(params, 1, schema.decode_bool))
+        ref = argument(params, 0, schema.decode_block_number)
+        full = argument(params, 1, schema.decode_bool)
+        if ref == "pending" and self._pending_block is not None:
+            return msgspec.Raw(pending_json(await self._pending_block(), full))
+        return self._block_json(self.chain.resolve(ref), full)
 
     async def tx_count_by_hash(self, raw: msgspec.Raw) -> str | None:
         params = positional(raw, 1)
@@ -345,7 +370,7 @@ class ReadMethods:
             raise invalid_argument(
                 0, f"too many addresses and topics (at most {schema.MAX_FILTER_CRITERIA})"
             )
-        matcher = LogMatcher.build(criteria.addresses, criteria.topics)
+        matcher = LogCriteria.build(criteria.addresses, criteria.topics)
         if criteria.block_hash is not None:
             record = self.chain.by_hash(data(criteria.block_hash))
             if record is None:

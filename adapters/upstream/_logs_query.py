@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import msgspec
 
-from broker.logfilter import parse_criteria
+from adapters.evm.log_filter import parse_criteria
 from schemas.errors import InvalidParams, missing_argument
 
 _decoder: Final = msgspec.json.Decoder()

@@ -69,10 +69,10 @@ def apply_support(request: SessionRequest, supported: SupportLookup) -> SessionR
         if support is None:
             continue
         wanted[chain] = scope
-        offered[chain] = ScopeObject(
+        offered[chain] = msgspec.structs.replace(
+            scope,
             methods=tuple(m for m in scope.methods if m in support.methods),
             notifications=tuple(n for n in scope.notifications if n in support.notifications),
-            accounts=scope.accounts,
         )
     if not offered:
         raise NetworksUnsupported()

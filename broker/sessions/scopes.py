@@ -12,6 +12,7 @@ Faults raise :class:`~broker.errors.InvalidParams` naming the scope and what is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,7 +26,12 @@ from schemas.caip import (
     parse_account_id,
 )
 
-_SCOPE_PROPERTIES = frozenset({"references", "methods", "notifications", "accounts"})
+_SCOPE_PROPERTIES = frozenset(
+    {"references", "methods", "notifications", "accounts", "rpcDocuments", "rpcEndpoints"}
+)
+
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 
 
 def reject_nested_scoped_properties(scopes_objects: Iterable[tuple[str, object]]) -> None:
@@ -85,6 +91,8 @@ def merge_scope(first: ScopeObject, second: ScopeObject) -> ScopeObject:
         methods=_union(first.methods, second.methods),
         notifications=_union(first.notifications, second.notifications),
         accounts=_union(first.accounts, second.accounts),
+        rpc_documents=_union(first.rpc_documents, second.rpc_documents),
+        rpc_endpoints=_union(first.rpc_endpoints, second.rpc_endpoints),
     )
 
 
@@ -109,14 +117,30 @@ def _parse_scope(field: str, key: object, scope: object) -> dict[str, ScopeObjec
     notifications = _names(where, scope, "notifications")
     chains = _chains(where, key, scope)
     accounts = _accounts(where, scope, chains)
+    documents = _urls(where, scope, "rpcDocuments")
+    endpoints = _urls(where, scope, "rpcEndpoints")
     return {
         chain: ScopeObject(
             methods=methods,
             notifications=notifications,
             accounts=tuple(account for account, owner in accounts if owner == chain),
+            rpc_documents=documents,
+            rpc_endpoints=endpoints,
         )
         for chain in chains
     }
+
+
+def _urls(where: str, scope: dict[Any, Any], name: str) -> tuple[str, ...]:
+    """CAIP-217's optional ``rpcDocuments`` / ``rpcEndpoints``: arrays of URLs, kept as given."""
+    if name not in scope:
+        return ()
+    value = scope[name]
+    if not isinstance(value, list) or not all(
+        isinstance(item, str) and _URL.fullmatch(item) for item in value
+    ):
+        raise InvalidParams(f"{where}: {name} must be an array of URLs")
+    return tuple(dict.fromkeys(value))
 
 
 def _names(where: str, scope: dict[Any, Any], name: str) -> tuple[str, ...]:

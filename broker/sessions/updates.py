@@ -62,10 +62,10 @@ def _served(scopes: dict[str, ScopeObject], supported: SupportLookup) -> dict[st
     for chain, scope in scopes.items():
         support = support_of(supported, chain)
         if support is not None:
-            served[chain] = ScopeObject(
+            served[chain] = msgspec.structs.replace(
+                scope,
                 methods=tuple(m for m in scope.methods if m in support.methods),
                 notifications=tuple(n for n in scope.notifications if n in support.notifications),
-                accounts=scope.accounts,
             )
     return served
 

@@ -111,7 +111,12 @@ def _expiry(value: object, now: datetime) -> datetime:
         raise InvalidSessionProperties(
             "sessionProperties.expiry must be an ISO 8601 timestamp"
         ) from None
-    expiry = expiry.replace(tzinfo=UTC) if expiry.tzinfo is None else expiry.astimezone(UTC)
+    try:
+        expiry = expiry.replace(tzinfo=UTC) if expiry.tzinfo is None else expiry.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59 is past the last representable moment
+        raise InvalidSessionProperties(
+            "sessionProperties.expiry is outside the representable range"
+        ) from None
     if expiry <= now:
         raise InvalidSessionProperties("sessionProperties.expiry must be in the future")
     return expiry

@@ -178,3 +178,24 @@ async def _expire_on_a_socket_pair(
                 assert reply == b""  # an idle connection is just closed
             server.socket.close()
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json-rpc",
+        "application/jsonrequest",
+        "Application/JSON-RPC; charset=utf-8",
+    ],
+)
+async def test_the_content_types_geth_accepts(node: RunningBroker, content_type: str) -> None:
+    with trio.fail_after(30):
+        async with httpx.AsyncClient() as client:
+            reply = await client.post(
+                node.http_url(),
+                content=b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+                headers={"content-type": content_type},
+            )
+    assert reply.status_code == 200
+    assert reply.json()["result"] == "0x539"

@@ -9,7 +9,11 @@ import httpx
 import pytest
 import trio
 import trio_websocket
+from eth_account import Account
+from eth_utils import to_checksum_address
 
+from adapters.devchain import DevChainAdapter
+from adapters.devchain.token import transfer_calldata
 from tests.support.inprocess import RunningBroker, running_broker
 
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -295,3 +299,60 @@ async def test_batches(node: RunningBroker, kind: str) -> None:
                 }
             ]
             assert len(await send([req("eth_chainId", [], i) for i in range(1000)])) == 1000
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_wildcard_topic_positions_need_that_many_topics_on_every_path(
+    node: RunningBroker, kind: str
+) -> None:
+    # The dev chain's token Transfer logs have three topics: [null, null, null] matches them,
+    # [null, null, null, null] matches none (geth), on getLogs, filters and subscriptions alike.
+    three = {"fromBlock": "0x0", "toBlock": "latest", "topics": [None, None, None]}
+    four = {**three, "topics": [None, None, None, None]}
+    with trio.fail_after(60):
+        async with transport(node, kind) as send:
+            logs = (await send(req("eth_getLogs", [three])))["result"]
+            assert logs
+            assert all(len(log["topics"]) == 3 for log in logs)
+            assert (await send(req("eth_getLogs", [four])))["result"] == []
+            for criteria, expected in ((three, logs), (four, [])):
+                fid = (await send(req("eth_newFilter", [criteria])))["result"]
+                assert (await send(req("eth_getFilterLogs", [fid])))["result"] == expected
+    if kind == "ws":
+        async with trio_websocket.open_websocket_url(node.ws_url()) as ws:
+            subscriptions = {}
+            for name, criteria in (("three", three), ("four", four)):
+                topics = {"topics": criteria["topics"]}
+                await ws.send_message(json.dumps(req("eth_subscribe", ["logs", topics], name)))
+                reply = json.loads(await ws.get_message())
+                subscriptions[reply["result"]] = name
+            await _send_token_transfer(node)
+            heard = set()
+            with trio.move_on_after(1):  # the notifications of one block arrive together
+                while True:
+                    message = json.loads(await ws.get_message())
+                    heard.add(subscriptions[message["params"]["subscription"]])
+            assert heard == {"three"}
+
+
+async def _send_token_transfer(node: RunningBroker) -> None:
+    """One token Transfer (three topics), sent and mined: the dev token's first holder pays."""
+    adapter = node.broker.networks.by_name("dev").adapter
+    assert isinstance(adapter, DevChainAdapter)
+    sender = Account.from_key(adapter.accounts[0].key.to_bytes())
+    logs = (await node.rpc("eth_getLogs", [{"fromBlock": "0x0", "topics": [TRANSFER]}]))["result"]
+    pending = await node.rpc("eth_getTransactionCount", [sender.address, "pending"])
+    raw = sender.sign_transaction(
+        {
+            "chainId": 1337,
+            "nonce": int(pending["result"], 16),
+            "to": to_checksum_address(logs[0]["address"]),
+            "data": transfer_calldata(adapter.accounts[1].address, 1),
+            "gas": 100_000,
+            "maxFeePerGas": 10 * 10**9,
+            "maxPriorityFeePerGas": 10**9,
+            "value": 0,
+        }
+    ).raw_transaction
+    assert "error" not in await node.rpc("eth_sendRawTransaction", ["0x" + bytes(raw).hex()])
+    assert "error" not in await node.rpc("evm_mine", [])

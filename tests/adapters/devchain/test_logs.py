@@ -13,11 +13,11 @@ from adapters.devchain import DevChainAdapter
 from adapters.devchain.assembler import Label, Ref, assemble, deployer
 from adapters.devchain.log_index import (
     LogIndex,
-    LogMatcher,
     QueryTimeout,
     TooManyResults,
     scan,
 )
+from adapters.evm.log_filter import LogCriteria
 from broker.errors import InvalidParams, LimitExceeded, ServerError
 
 from .conftest import Rpc, Wallet
@@ -240,16 +240,16 @@ def test_matcher_skips_blocks_and_logs() -> None:
     index.append(1, [record("0xa", T1, T2, tag=1), record("0xb", T2, tag=2)])
     index.append(2, [record("0xc", T3, tag=3)])
     blocks = index.blocks(0, 9)
-    matcher = LogMatcher.build(["0xa", "0xb"], [[T1, T2]])
-    assert not matcher.may_match(blocks[1])
+    matcher = LogCriteria.build(["0xa", "0xb"], [[T1, T2]])
+    assert not matcher.may_match(blocks[1].addresses, blocks[1].topics)
     assert scan(blocks, matcher) == [b'{"tag":1}', b'{"tag":2}']
-    assert scan(blocks, LogMatcher.build([], [None, [T2]])) == [b'{"tag":1}']
+    assert scan(blocks, LogCriteria.build([], [None, [T2]])) == [b'{"tag":1}']
     with pytest.raises(TooManyResults):
-        scan(blocks, LogMatcher(), limit=2)
+        scan(blocks, LogCriteria(), limit=2)
     with pytest.raises(TooManyResults):
-        scan(blocks, LogMatcher.build([], [[T1, T2]]), limit=1)
+        scan(blocks, LogCriteria.build([], [[T1, T2]]), limit=1)
     with pytest.raises(QueryTimeout):
-        scan(blocks, LogMatcher(), timeout=-1)
+        scan(blocks, LogCriteria(), timeout=-1)
 
 
 def test_ten_thousand_of_a_hundred_thousand_logs() -> None:
@@ -261,5 +261,5 @@ def test_ten_thousand_of_a_hundred_thousand_logs() -> None:
         logs.append(record(token, T1, tag=number))
         index.append(number, logs)
     assert len(index) == 100_000
-    found = scan(index.blocks(0, 10_000), LogMatcher.build([token], [[T1]]))
+    found = scan(index.blocks(0, 10_000), LogCriteria.build([token], [[T1]]))
     assert len(found) == 10_000

@@ -13,7 +13,7 @@ from adapters.devchain.token import RUNTIME, TOTAL_SUPPLY, TRANSFER_TOPIC
 from broker.errors import MethodNotFound, ServerError, WireError
 from schemas import eth as schema
 
-from .conftest import CHAIN, GWEI, Rpc, Wallet
+from .conftest import CHAIN, GWEI, Rpc, Wallet, dev_spec
 
 ZERO_HASH = "0x" + "00" * 32
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -65,7 +65,7 @@ async def test_genesis_block_has_prague_fields(shared: Rpc) -> None:
 async def test_tags(shared: Rpc) -> None:
     latest = await shared("eth_getBlockByNumber", "latest", False)
     assert latest["number"] == "0x2"
-    for tag in ("pending", "safe", "finalized"):
+    for tag in ("safe", "finalized"):  # pending: the next block, see below
         assert await shared("eth_getBlockByNumber", tag, False) == latest
     assert await shared("eth_getBlockByNumber", 2, False) == latest  # a decimal JSON integer
 
@@ -311,3 +311,27 @@ async def test_non_array_params(shared: Rpc) -> None:
         await shared.raw("eth_blockNumber", b'{"a": 1}')
     assert getattr(caught.value, "code", None) == -32602
     assert await shared.raw("eth_blockNumber", b"null") == "0x2"
+
+
+async def test_the_pending_block_is_the_next_block_with_no_hash_nonce_or_miner() -> None:
+    # A block time (its timer never runs here: no ingestion task) keeps transactions pooled.
+    adapter = DevChainAdapter(dev_spec(block_time=3600))
+    await adapter.start()
+    rpc, wallet = Rpc(adapter), Wallet(adapter)
+    latest = await rpc("eth_getBlockByNumber", "latest", False)
+    empty = await rpc("eth_getBlockByNumber", "pending", False)
+    assert int(empty["number"], 16) == int(latest["number"], 16) + 1
+    assert empty["parentHash"] == latest["hash"]
+    assert (empty["hash"], empty["nonce"], empty["miner"]) == (None, None, None)
+    assert empty["transactions"] == []
+    tx_hash = await wallet.send(0, {"to": wallet.address(1), "value": 1})
+    pending = await rpc("eth_getBlockByNumber", "pending", True)
+    assert [tx["hash"] for tx in pending["transactions"]] == [tx_hash]
+    assert pending["transactions"][0]["blockHash"] is None
+    assert int(pending["gasUsed"], 16) == 21_000
+    assert await rpc("eth_getBlockByNumber", "latest", False) == latest  # nothing was mined
+    await rpc("evm_mine")
+    mined = await rpc("eth_getBlockByNumber", "latest", False)
+    assert mined["number"] == pending["number"]
+    assert mined["transactions"] == [tx_hash]
+    assert mined["hash"] is not None

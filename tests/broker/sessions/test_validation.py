@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import msgspec
 import pytest
 
 from broker.errors import (
@@ -157,7 +158,43 @@ def test_duplicate_names_are_dropped() -> None:
     assert request.scopes["eip155:1"] == scope(("a", "b"), ("n",))
 
 
-@pytest.mark.parametrize("name", ["rpcDocuments", "rpcEndpoints", "chains", "foo"])
+def test_rpc_documents_and_endpoints_are_kept() -> None:
+    documents = ["https://example.com/openrpc.json"]
+    endpoints = ["https://rpc.example.com", "wss://rpc.example.com/ws"]
+    request = parse(
+        {
+            "optionalScopes": {
+                "eip155": {
+                    **EVM,
+                    "references": ["1", "10"],
+                    "rpcDocuments": documents,
+                    "rpcEndpoints": endpoints,
+                }
+            }
+        }
+    )
+    for chain in ("eip155:1", "eip155:10"):
+        assert request.scopes[chain].rpc_documents == tuple(documents)
+        assert request.scopes[chain].rpc_endpoints == tuple(endpoints)
+    encoded = msgspec.json.decode(msgspec.json.encode(request.scopes["eip155:1"]))
+    assert encoded["rpcDocuments"] == documents
+    assert encoded["rpcEndpoints"] == endpoints
+    plain = parse({"optionalScopes": {"eip155:1": EVM}}).scopes["eip155:1"]
+    assert "rpcDocuments" not in msgspec.json.decode(msgspec.json.encode(plain))
+
+
+@pytest.mark.parametrize("value", ["https://x", [1], ["not a url"], [""]])
+@pytest.mark.parametrize("name", ["rpcDocuments", "rpcEndpoints"])
+def test_rpc_documents_and_endpoints_must_be_arrays_of_urls(name: str, value: Any) -> None:
+    rejected(
+        InvalidParams,
+        {"optionalScopes": {"eip155:1": {**EVM, name: value}}},
+        -32602,
+        f"optionalScopes['eip155:1']: {name} must be an array of URLs",
+    )
+
+
+@pytest.mark.parametrize("name", ["chains", "foo"])
 def test_unknown_scope_property(name: str) -> None:
     rejected(
         InvalidParams,
@@ -449,6 +486,18 @@ def test_expiry_must_be_iso8601(expiry: Any) -> None:
         {"sessionProperties": {"expiry": expiry}},
         5302,
         "sessionProperties.expiry must be an ISO 8601 timestamp",
+    )
+
+
+@pytest.mark.parametrize("expiry", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_an_expiry_beyond_the_representable_range_is_5302_not_an_internal_error(
+    expiry: str,
+) -> None:
+    rejected(
+        InvalidSessionProperties,
+        {"sessionProperties": {"expiry": expiry}},
+        5302,
+        "sessionProperties.expiry is outside the representable range",
     )
 
 

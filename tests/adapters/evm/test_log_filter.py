@@ -2,8 +2,8 @@
 
 import pytest
 
+from adapters.evm.log_filter import LogCriteria, parse_criteria
 from broker.errors import InvalidParams
-from broker.logfilter import LogCriteria, parse_criteria
 from schemas.eth import MAX_FILTER_CRITERIA
 
 A = "0x" + "aa" * 20

@@ -1,17 +1,20 @@
-"""Log filter criteria and matching, geth's rules (sans-io).
+"""Log filter criteria and matching, geth's rules (sans-io): the one matcher of ``eth_getLogs``,
+filters (``eth_newFilter``) and ``logs`` subscriptions.
 
 A filter names addresses (any of them matches; none given: every address) and topic positions: each
 position is None (wildcard) or a set of alternatives (OR). A log matches when its address matches
-and, for every position the filter constrains, the log has a topic there that is one of the
-alternatives. A filter with more positions than the log has topics does not match it.
+and, for every position, the log has a topic there that is one of the alternatives (any topic, for a
+wildcard). A filter with more positions than the log has topics never matches it, even when every
+position is a wildcard: ``topics: [null, null, null, null]`` matches only logs with four topics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from broker.errors import InvalidParams
+from schemas.errors import InvalidParams
 from schemas.eth import (
     MAX_FILTER_CRITERIA,
     ArgumentError,
@@ -27,6 +30,28 @@ class LogCriteria:
 
     addresses: frozenset[str] | None = None
     topics: tuple[frozenset[str] | None, ...] = ()
+
+    @classmethod
+    def build(cls, addresses: Sequence[str], topics: Sequence[Sequence[str] | None]) -> LogCriteria:
+        """From lowercase addresses (empty: any) and per-position alternatives (empty: any)."""
+        return cls(
+            frozenset(addresses) or None,
+            tuple(frozenset(t) if t else None for t in topics),
+        )
+
+    @property
+    def unfiltered(self) -> bool:
+        """Every log matches (no address, no topic position: not even a wildcard one)."""
+        return self.addresses is None and not self.topics
+
+    def may_match(self, addresses: frozenset[str], topics: frozenset[str]) -> bool:
+        """False when no log of a block whose logs use ``addresses`` and ``topics`` can match."""
+        if self.addresses is not None and self.addresses.isdisjoint(addresses):
+            return False
+        return all(
+            alternatives is None or not alternatives.isdisjoint(topics)
+            for alternatives in self.topics
+        )
 
     def matches(self, address: str, topics: tuple[str, ...]) -> bool:
         """Whether a log (lowercase address and topics) passes this filter."""
