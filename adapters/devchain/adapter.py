@@ -58,6 +58,20 @@ WRITE_METHODS: Final[dict[str, str]] = {
 _METHODS: Final = frozenset(READ_METHODS) | frozenset(WRITE_METHODS)
 
 
+class _NonceReader:
+    """Account nonces at ``parent``, each read from the state once."""
+
+    def __init__(self, chain: LocalChain, parent: BlockRecord) -> None:
+        self.nonces: dict[bytes, int] = {}
+        self._chain = chain
+        self._parent = parent
+
+    def __call__(self, sender: bytes) -> int:
+        if sender not in self.nonces:
+            self.nonces[sender] = self._chain.account(self._parent, sender)[0]
+        return self.nonces[sender]
+
+
 def chain_id_of(caip2: str) -> int:
     """The numeric chain id of an ``eip155:<id>`` CAIP-2 id."""
     namespace, _, reference = caip2.partition(":")
@@ -278,14 +292,7 @@ class DevChainAdapter(ChainAdapter):
         async with self._lock:
             chain = self.chain
             parent = chain.head
-            nonces: dict[bytes, int] = {}
-
-            def nonce_of(sender: bytes) -> int:
-                if sender not in nonces:
-                    nonces[sender] = chain.account(parent, sender)[0]
-                return nonces[sender]
-
-            txs = [entry.tx for entry in self._pool.executable(nonce_of)]
+            txs = [entry.tx for entry in self._pool.executable(_NonceReader(chain, parent))]
             timestamp = chain.next_timestamp(parent)
             return await trio.to_thread.run_sync(
                 lambda: chain.pending_block(parent, txs, timestamp=timestamp)
@@ -301,13 +308,8 @@ class DevChainAdapter(ChainAdapter):
     ) -> BlockRecord:
         chain = self.chain
         parent = chain.head
-        nonces: dict[bytes, int] = {}
-
-        def nonce_of(sender: bytes) -> int:
-            if sender not in nonces:
-                nonces[sender] = chain.account(parent, sender)[0]
-            return nonces[sender]
-
+        nonce_of = _NonceReader(chain, parent)
+        nonces = nonce_of.nonces
         self._pool.prune(nonce_of)
         entries = self._pool.executable(nonce_of)
         plan = self._demo.plan(demo_transfers) if self._demo and demo_transfers else []
