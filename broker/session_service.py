@@ -38,11 +38,9 @@ from broker.sessions import (
     SessionStore,
     apply_support,
     authorize_invoke,
-    create_session_result,
     decode_session,
     diff_sessions,
     encode_session,
-    get_session_result,
     grant,
     is_expired,
     is_notification_granted,
@@ -50,9 +48,10 @@ from broker.sessions import (
     parse_invoke_method,
     permitted_addresses,
     revoke_scopes,
-    session_changed_params,
     update_scopes,
 )
+from broker.sessions.dialects import changed_params, create_result, get_result
+from broker.sessions.model import CURRENT, LEGACY
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
@@ -116,6 +115,9 @@ class SessionService:
         self._unlooked: set[Identity] = set()
         # Identities being looked up that no change has come for since the lookup began.
         self._looking: set[Identity] = set()
+        # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
+        # SPEC's): an ended session is announced in the dialect it was created in.
+        self._current_dialect: set[Identity] = set()
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
         broker.metrics.sessions.set_function(lambda: len(self._expiries))
         register = broker.dispatcher.register
@@ -159,6 +161,7 @@ class SessionService:
                 del self._connections[identity]
                 self._expiries.pop(identity, None)
                 self._unlooked.discard(identity)
+                self._current_dialect.discard(identity)
 
     async def _start(self, nursery: trio.Nursery) -> None:
         await nursery.start(self.changes.serve_reader, self._on_change)
@@ -168,8 +171,21 @@ class SessionService:
     def _identity(ctx: CallContext) -> Identity:
         return Identity.of(ctx.api_key, ctx.origin)
 
+    def _note_dialect(self, identity: Identity, session: Session) -> None:
+        if identity not in self._connections:
+            return
+        if session.dialect == CURRENT:
+            self._current_dialect.add(identity)
+        else:
+            self._current_dialect.discard(identity)
+
+    def _dialect(self, identity: Identity) -> str:
+        return CURRENT if identity in self._current_dialect else LEGACY
+
     async def _current(self, identity: Identity, now: datetime) -> Session | None:
         session = await self.store.get(identity)
+        if session is not None:
+            self._note_dialect(identity, session)
         if session is not None and is_expired(session, now):
             return None
         if session is not None and identity in self._connections:
@@ -199,13 +215,15 @@ class SessionService:
         except Exception as exc:
             log.exception("wallet_createSession failed")
             raise UnknownSessionError() from exc
+        self._note_dialect(identity, session)
         if diff_sessions(previous, session).changed:
             await self._announce(identity, session, ctx)
-        return create_session_result(session)
+        return create_result(session)
 
     async def _get(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         now = _now()
-        return get_session_result(await self._current(self._identity(ctx), now), now)
+        identity = self._identity(ctx)
+        return get_result(await self._current(identity, now), now, self._dialect(identity))
 
     async def _revoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         args = _decode(params)
@@ -342,11 +360,13 @@ class SessionService:
             return  # a dapp of another process: that process tracks and ends its session
         self._looking.discard(change.identity)  # a lookup under way would be stale
         session = decode_session(change.session) if change.session is not None else None
+        dialect = self._dialect(change.identity)
         if session is not None:
             self._expiries[change.identity] = session.expiry
+            self._note_dialect(change.identity, session)
         else:
             self._expiries.pop(change.identity, None)
-        message = notification_bytes("wallet_sessionChanged", session_changed_params(session))
+        message = notification_bytes("wallet_sessionChanged", changed_params(session, dialect))
         for conn in list(conns):
             self._prune(conn, session)
             if change.source == self.process_id and conn.id == change.exclude:

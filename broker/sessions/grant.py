@@ -140,6 +140,8 @@ def grant(
         expiry=_capped_expiry(offer.expiry, now, max_expiry),
         global_config=offer.global_config,
         created_at=now,
+        dialect=offer.dialect,
+        layout=offer.layout,
     )
 
 

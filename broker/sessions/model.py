@@ -24,6 +24,11 @@ from schemas.caip import (
 #: The longest a session may live when the operator configures nothing else.
 DEFAULT_MAX_EXPIRY = timedelta(days=7)
 
+#: The CAIP-25 dialects: SPEC's and MetaMask's (``optionalScopes``, ``sessionScopes``,
+#: ``sessionProperties``), and the 2025 text's (``scopes``, ``properties``).
+LEGACY = "2022"
+CURRENT = "2025"
+
 #: The ``Origin`` stand-in for clients that send none (curl, server-side scripts).
 NO_ORIGIN = "-"
 
@@ -59,6 +64,12 @@ class SessionRequest(msgspec.Struct, frozen=True):
     expiry: datetime | None = None
     global_config: Mapping[str, Any] = msgspec.field(default_factory=dict)
     scoped_properties: Mapping[str, Mapping[str, Any]] = msgspec.field(default_factory=dict)
+    #: The CAIP-25 dialect of the request: ``2022`` (optionalScopes/sessionProperties, as SPEC
+    #: and MetaMask) or ``2025`` (scopes/properties); the session answers in it.
+    dialect: str = LEGACY
+    #: 2025 dialect: each namespace-keyed scope of the request and the chain keys it named, so
+    #: that answers keep the request's structure (CAIP-25: respondents must not restructure).
+    layout: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
     def requested_addresses(self, chain: str) -> tuple[str, ...]:
         """The addresses the dapp preselected on ``chain`` (EVM ones lowercase)."""
@@ -75,8 +86,11 @@ class Session(msgspec.Struct, frozen=True):
         identity: Whose session it is (the store key).
         scopes: Granted scopes by chain key, in the order the dapp asked for them.
         expiry: When the session ends (UTC, whole seconds).
-        global_config: ``sessionProperties.globalConfig`` as returned to the dapp.
+        global_config: ``sessionProperties.globalConfig`` as returned to the dapp (in the 2025
+            dialect: the other members of ``properties``).
         created_at: When it was granted (UTC).
+        dialect: The CAIP-25 dialect it was requested in, and answers in.
+        layout: 2025 dialect: the request's namespace-keyed scopes and their chain keys.
     """
 
     identity: Identity
@@ -84,6 +98,8 @@ class Session(msgspec.Struct, frozen=True):
     expiry: datetime
     global_config: Mapping[str, Any]
     created_at: datetime
+    dialect: str = LEGACY
+    layout: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
 
 
 class ScopeUpdate(msgspec.Struct, frozen=True):

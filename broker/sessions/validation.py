@@ -8,7 +8,9 @@ Checks run in a fixed order, so a request with several faults always gets the sa
 4. ``scopedProperties`` malformed: 5300;
 5. ``sessionProperties`` malformed: 5302.
 
-Other params members (``sessionId`` and future extensions) are ignored, as CAIP-25 asks.
+Other params members (``sessionId`` and future extensions) are ignored, as CAIP-25 asks. A request
+in the 2025 dialect (``scopes``, ``capabilities``, ``properties``) is translated by
+:mod:`broker.sessions.dialects` and checked by the same rules, under its own member names.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from copy import deepcopy
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
-from broker.sessions.model import SessionRequest, as_utc
+from broker.sessions.dialects import CURRENT_NAMES, dialect_of, to_legacy
+from broker.sessions.model import CURRENT, SessionRequest, as_utc
 from broker.sessions.scopes import merge_into, parse_scopes, reject_nested_scoped_properties
 from schemas.caip import ScopeObject
 
@@ -44,7 +49,17 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
     now = as_utc(now)
     if not isinstance(params, dict):
         raise InvalidParams("wallet_createSession params must be an object")
-    present = [(field, params[field]) for field in _SCOPES_FIELDS if field in params]
+    if dialect_of(params) == CURRENT:
+        legacy, layout = to_legacy(params)
+        request = _parse(legacy, now, CURRENT_NAMES)
+        return msgspec.structs.replace(request, dialect=CURRENT, layout=layout)
+    return _parse(params, now, {})
+
+
+def _parse(params: dict[Any, Any], now: datetime, names: Mapping[str, str]) -> SessionRequest:
+    """Validate 2022-dialect params; ``names`` renames members in error messages (2025 callers
+    read ``scopes`` where the 2022 form says ``optionalScopes``)."""
+    present = [(names.get(f, f), params[f]) for f in _SCOPES_FIELDS if f in params]
     reject_nested_scoped_properties(present)
     scopes: dict[str, ScopeObject] = {}
     # Keys as requested (`eip155`) and as normalised (`eip155:1`): what scopedProperties may name.
@@ -55,8 +70,8 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
         requested.update(parsed)
         if isinstance(value, dict):  # always, once parse_scopes accepted it
             requested.update(value)
-    scoped_properties = _scoped_properties(params, requested)
-    expiry, global_config = _session_properties(params, now)
+    scoped_properties = _scoped_properties(params, requested, names.get("scopedProperties"))
+    expiry, global_config = _session_properties(params, now, names.get("sessionProperties"))
     return SessionRequest(
         scopes=scopes,
         expiry=expiry,
@@ -65,7 +80,9 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
     )
 
 
-def _scoped_properties(params: dict[Any, Any], requested: set[str]) -> dict[str, Mapping[str, Any]]:
+def _scoped_properties(
+    params: dict[Any, Any], requested: set[str], name: str | None
+) -> dict[str, Mapping[str, Any]]:
     """``scopedProperties``: an object of objects, each keyed by a requested scope (``{}`` is one).
 
     A key may be a scope key as requested (``eip155``) or one of the chain keys it expands to
@@ -73,50 +90,48 @@ def _scoped_properties(params: dict[Any, Any], requested: set[str]) -> dict[str,
     """
     if "scopedProperties" not in params:
         return {}
+    name = name or "scopedProperties"
     value = params["scopedProperties"]
     if not isinstance(value, dict):
-        raise InvalidScopedProperties("scopedProperties must be an object")
+        raise InvalidScopedProperties(f"{name} must be an object")
     for key, properties in value.items():
         if key not in requested:
-            raise InvalidScopedProperties(f"scopedProperties[{key!r}]: not a requested scope")
+            raise InvalidScopedProperties(f"{name}[{key!r}]: not a requested scope")
         if not isinstance(properties, dict):
-            raise InvalidScopedProperties(f"scopedProperties[{key!r}] must be an object")
+            raise InvalidScopedProperties(f"{name}[{key!r}] must be an object")
     # Copies, so that a session never shares mutable JSON with the caller's params.
     return deepcopy(value)
 
 
 def _session_properties(
-    params: dict[Any, Any], now: datetime
+    params: dict[Any, Any], now: datetime, name: str | None
 ) -> tuple[datetime | None, Mapping[str, Any]]:
     """``sessionProperties``: the requested expiry and global config; other members are dropped."""
     if "sessionProperties" not in params:
         return None, {}
+    name = name or "sessionProperties"
     value = params["sessionProperties"]
     if not isinstance(value, dict) or not value:
-        raise InvalidSessionProperties("sessionProperties must be a non-empty object")
-    expiry = _expiry(value["expiry"], now) if "expiry" in value else None
+        raise InvalidSessionProperties(f"{name} must be a non-empty object")
+    expiry = _expiry(value["expiry"], now, f"{name}.expiry") if "expiry" in value else None
     global_config = value.get("globalConfig", {})
     if not isinstance(global_config, dict):
-        raise InvalidSessionProperties("sessionProperties.globalConfig must be an object")
+        raise InvalidSessionProperties(f"{name}.globalConfig must be an object")
     return expiry, deepcopy(global_config)
 
 
-def _expiry(value: object, now: datetime) -> datetime:
+def _expiry(value: object, now: datetime, name: str) -> datetime:
     """A requested expiry: ISO 8601 text of a moment after ``now``; without an offset it is UTC."""
     if not isinstance(value, str):
-        raise InvalidSessionProperties("sessionProperties.expiry must be an ISO 8601 timestamp")
+        raise InvalidSessionProperties(f"{name} must be an ISO 8601 timestamp")
     try:
         expiry = datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidSessionProperties(
-            "sessionProperties.expiry must be an ISO 8601 timestamp"
-        ) from None
+        raise InvalidSessionProperties(f"{name} must be an ISO 8601 timestamp") from None
     try:
         expiry = expiry.replace(tzinfo=UTC) if expiry.tzinfo is None else expiry.astimezone(UTC)
     except OverflowError:  # 9999-12-31T23:59:59-23:59 is past the last representable moment
-        raise InvalidSessionProperties(
-            "sessionProperties.expiry is outside the representable range"
-        ) from None
+        raise InvalidSessionProperties(f"{name} is outside the representable range") from None
     if expiry <= now:
-        raise InvalidSessionProperties("sessionProperties.expiry must be in the future")
+        raise InvalidSessionProperties(f"{name} must be in the future")
     return expiry

@@ -277,3 +277,54 @@ async def test_manual_approval_parks_until_the_operator_answers() -> None:
 async def test_admin_requires_its_token(node: RunningBroker) -> None:
     reply = await node.admin("admin_listSessions", {}, token="wrong")
     assert reply["error"]["code"] == -32001
+
+
+async def test_the_2025_dialect_is_answered_in_kind_on_every_tab(node: RunningBroker) -> None:
+    request = {
+        "scopes": {
+            "eip155": {
+                "chains": ["1337"],
+                "methods": METHODS,
+                "notifications": NOTIFICATIONS,
+                "accounts": [FIRST],
+                "rpcEndpoints": ["https://rpc.example.com"],
+            }
+        },
+        "properties": {"expiry": (datetime.now(UTC) + timedelta(hours=1)).isoformat()},
+    }
+    with trio.fail_after(30):
+        async with (
+            dapp(node.ws_url(), origin=ORIGIN) as first,
+            dapp(node.ws_url(), origin=ORIGIN) as second,
+        ):
+            created = await first.result("wallet_createSession", request)
+            assert set(created) == {"scopes", "properties"}
+            assert created["scopes"] == {
+                "eip155": {
+                    "chains": ["1337"],
+                    "accounts": [FIRST],
+                    "methods": METHODS,
+                    "notifications": NOTIFICATIONS,
+                    "rpcEndpoints": ["https://rpc.example.com"],
+                }
+            }
+            assert created["properties"]["expiry"].endswith("+00:00")
+            # The other tab hears the new session in the dialect it was created in.
+            changed = await second.notification()
+            assert changed["method"] == "wallet_sessionChanged"
+            assert changed["params"] == {"scopes": created["scopes"]}
+            assert await second.result("wallet_getSession") == created
+            invoked = await second.result(
+                "wallet_invokeMethod",
+                {"scope": DEV, "request": {"method": "eth_blockNumber", "params": []}},
+            )
+            assert invoked["result"]["result"].startswith("0x")
+            assert await first.result("wallet_revokeSession") is True
+            ended = await second.notification()
+            assert ended["params"] == {"scopes": {}}
+            assert await second.result("wallet_getSession") == {"scopes": {}}
+            mixed = await first.call(
+                "wallet_createSession", {**request, "optionalScopes": request["scopes"]}
+            )
+            assert mixed["error"]["code"] == -32602
+            assert "optionalScopes" in mixed["error"]["message"]
