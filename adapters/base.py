@@ -83,6 +83,40 @@ class CacheEpoch:
 
 
 @dataclass(frozen=True, slots=True)
+class ParamDoc:
+    """One positional param of a method, for ``rpc.discover`` (OpenRPC content descriptor)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    required: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MethodDoc:
+    """What a method takes and answers, for ``rpc.discover``.
+
+    ``result`` None describes a notification (sent, never answered). ``errors`` are the wire codes
+    and messages the method may answer with beside the JSON-RPC envelope's own.
+    """
+
+    summary: str
+    params: tuple[ParamDoc, ...] = ()
+    result: Mapping[str, Any] | None = None
+    errors: tuple[tuple[int, str], ...] = ()
+    by_name: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MethodDocs:
+    """An adapter's method descriptions, with the JSON schemas they refer to as
+    ``#/components/schemas/NAME``."""
+
+    methods: Mapping[str, MethodDoc] = field(default_factory=dict)
+    components: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class NetworkSpec:
     """One configured network: its name, CAIP-2 chain id and the adapter's own options."""
 
@@ -143,6 +177,11 @@ class ChainAdapter(ABC):
         """What the ingestion side counted for ``chain`` so far; None (the default) if the
         adapter counts nothing. Read by the broker's metrics at every scrape."""
         return None
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        """Descriptions of the methods served on ``chain``, for ``rpc.discover`` (default: none;
+        an undescribed method is listed with untyped params)."""
+        return MethodDocs()
 
     def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
         """How long the answer to ``method`` with the raw JSON ``params`` may be cached, the head
@@ -227,3 +266,8 @@ class AccountAdapter(ABC):
     @abstractmethod
     async def execute(self, request: SigningRequest, read: ChainReader) -> Any:
         """Carry out an approved request and return the method's result."""
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        """Descriptions of the account methods for ``chain``, for ``rpc.discover`` (default:
+        none)."""
+        return MethodDocs()

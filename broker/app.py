@@ -20,9 +20,10 @@ import wsproto
 import wsproto.events as wse
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
-from broker import frames, stream_methods
+from broker import discover, frames, stream_methods
 from broker.bus import EventBus, MemoryBus
 from broker.chain_calls import CachedChainCalls
+from broker.discover import ADMIN_METHODS
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import RpcError, ServerError
 from broker.events import ChainEvent, HeadEvent
@@ -132,6 +133,8 @@ class Broker:
             self.hub.drop_connection
         ]
         stream_methods.install(self)
+        self.dispatcher.register("rpc.discover", self._discover)
+        self._documents: dict[str, bytes] = {}
         self.add_service(self._start_event_path)
         self._ingest = ingest
         self.http_deadlines = ConnectionDeadlines()
@@ -169,6 +172,15 @@ class Broker:
         return await network.adapter.call(
             chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
         )
+
+    async def _discover(self, ctx: CallContext, params: msgspec.Raw) -> msgspec.Raw:
+        """``rpc.discover``: built once per network (the method set is fixed once serving)."""
+        document = self._documents.get(ctx.network.name)
+        if document is None:
+            admin = ADMIN_METHODS if self.admin is not None else ()
+            document = msgspec.json.encode(discover.document(self.dispatcher, ctx.network, admin))
+            self._documents[ctx.network.name] = document
+        return msgspec.Raw(document)
 
     def _deliver(self, event: ChainEvent) -> None:
         epochs = self.dispatcher.cache.epochs

@@ -28,6 +28,7 @@ from schemas.jsonrpc import (
 )
 
 if TYPE_CHECKING:
+    from adapters.base import AccountAdapter
     from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -81,17 +82,33 @@ class Dispatcher:
         self._chain_calls = chain_calls
         self._handlers: dict[str, Handler] = {}
         self._fallbacks: list[ChainCall] = []
+        self._fallback_methods: list[Callable[[str], frozenset[str]]] = []
 
     def register(self, method: str, handler: Handler) -> None:
         """Serve ``method`` with ``handler`` instead of passing it to the chain adapter."""
         self._handlers[method] = handler
 
-    def add_fallback(self, fallback: ChainCall) -> None:
+    def add_fallback(self, fallback: ChainCall, methods: Callable[[str], frozenset[str]]) -> None:
         """Try ``fallback`` for a method the chain adapter does not serve (e.g. account methods).
 
-        A fallback raises :class:`MethodNotFound` for methods it does not serve either.
+        A fallback raises :class:`MethodNotFound` for methods it does not serve either;
+        ``methods(chain)`` names those it serves (for :meth:`methods`).
         """
         self._fallbacks.append(fallback)
+        self._fallback_methods.append(methods)
+
+    def methods(self, network: Network) -> frozenset[str]:
+        """Every method a call on ``network`` is answered for (others get -32601)."""
+        names = set(self._handlers)
+        if self._chain_calls:
+            names |= network.adapter.methods(network.chain)
+            for served in self._fallback_methods:
+                names |= served(network.chain)
+        return frozenset(names)
+
+    def account_adapters(self, chain: str) -> list[AccountAdapter]:
+        accounts = self._networks.accounts_for(chain)
+        return [] if accounts is None else [accounts]
 
     async def handle(self, data: bytes, ctx: CallContext) -> bytes | None:
         """The reply to one frame or body; None when nothing is to be sent (notifications only)."""

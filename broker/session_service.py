@@ -125,7 +125,7 @@ class SessionService:
         register("wallet_getSession", self._get)
         register("wallet_invokeMethod", self._invoke)
         register("wallet_revokeSession", self._revoke)
-        broker.dispatcher.add_fallback(self._account_method)
+        broker.dispatcher.add_fallback(self._account_method, self._account_methods)
         broker.on_connect(self._track)
         broker.on_disconnect(self._untrack)
         broker.add_service(self._start)
@@ -309,6 +309,10 @@ class SessionService:
         return {"scope": request.scope, "result": {"method": request.method, "result": result}}
 
     # -- account methods ------------------------------------------------------------------------
+
+    def _account_methods(self, chain: str) -> frozenset[str]:
+        adapter = self._networks.accounts_for(chain)
+        return frozenset() if adapter is None else adapter.methods(chain)
 
     async def _account_method(
         self, ctx: CallContext, chain: str, method: str, params: msgspec.Raw

@@ -21,9 +21,11 @@ from adapters.base import (
     ChainAdapter,
     ChainBlock,
     Lifetime,
+    MethodDocs,
     NetworkSpec,
 )
 from adapters.evm import cache_rules
+from adapters.evm.openrpc import evm_docs
 from schemas import eth as schema
 from schemas.errors import InvalidParams, MethodNotFound, ServerError
 
@@ -104,6 +106,7 @@ class DevChainAdapter(ChainAdapter):
         self._subscribers: set[trio.MemorySendChannel[ChainBlock]] = set()
         self._miner_running = False
         self._snapshots: dict[int, str] = {}
+        self._pending: tuple[tuple[str, tuple[bytes, ...]], BlockRecord] | None = None
         self._next_snapshot = 1
 
     # ----------------------------------------------------------------------------------------------
@@ -194,6 +197,9 @@ class DevChainAdapter(ChainAdapter):
     def _check_chain(self, chain: str) -> None:
         if chain != self.spec.chain:
             raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return evm_docs(self.methods(chain))
 
     def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
         return cache_rules.lifetime(method, params, head)
@@ -288,15 +294,21 @@ class DevChainAdapter(ChainAdapter):
     # Mining
 
     async def pending_block(self) -> BlockRecord:
-        """The block the pool's executable transactions would make on the head, not kept."""
+        """The block the pool's executable transactions would make on the head, not kept: the
+        same block while the head and the pool stay the same (as geth's pending block)."""
         async with self._lock:
             chain = self.chain
             parent = chain.head
             txs = [entry.tx for entry in self._pool.executable(_NonceReader(chain, parent))]
+            key = (parent.hash, tuple(bytes(tx.hash) for tx in txs))
+            if self._pending is not None and self._pending[0] == key:
+                return self._pending[1]
             timestamp = chain.next_timestamp(parent)
-            return await trio.to_thread.run_sync(
+            record = await trio.to_thread.run_sync(
                 lambda: chain.pending_block(parent, txs, timestamp=timestamp)
             )
+            self._pending = (key, record)
+            return record
 
     async def mine(self, *, timestamp: int | None = None, demo_transfers: int = 0) -> BlockRecord:
         """Mine one block now (with ``demo_transfers`` random token transfers)."""

@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Final
 import msgspec
 import trio
 
-from adapters.base import AccountAdapter, ChainReader, SigningRequest
+from adapters.base import AccountAdapter, ChainReader, MethodDocs, SigningRequest
+from adapters.evm.openrpc import evm_docs
 from adapters.keyring import _personal_sign, _transaction, _typed_data, _user_operations
 from adapters.keyring._config import KeyringOptions, UserOpConfig
 from adapters.keyring._keys import KeyLoadError, Keyring, keystore_files
@@ -110,6 +111,9 @@ class KeyringAdapter(AccountAdapter):
 
     def methods(self, chain: str) -> frozenset[str]:
         return METHODS if chain in self._chains else frozenset()
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return evm_docs(self.methods(chain))
 
     def prepare(
         self, chain: str, method: str, params: list[Any], permitted: Sequence[str]

@@ -16,9 +16,11 @@ from adapters.base import (
     ChainBlock,
     IngestionStatistics,
     Lifetime,
+    MethodDocs,
     NetworkSpec,
 )
 from adapters.evm import cache_rules
+from adapters.evm.openrpc import evm_docs
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
@@ -94,6 +96,9 @@ class UpstreamAdapter(ChainAdapter):
         if chain != self.spec.chain:
             return None
         return IngestionStatistics(blocks_without_logs=self.fetcher.blocks_without_logs)
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return evm_docs(self.methods(chain))
 
     def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
         return cache_rules.lifetime(method, params, head)

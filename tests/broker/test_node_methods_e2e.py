@@ -153,10 +153,14 @@ async def every_node_method(send: Send) -> None:
     ] == receipts
 
     latest = (await send(req("eth_getBlockByNumber", ["latest", False])))["result"]
-    for tag in ("pending", "safe", "finalized"):
+    for tag in ("safe", "finalized"):
         assert (await send(req("eth_getBlockByNumber", [tag, False])))["result"][
             "number"
         ] == latest["number"]
+    # pending: the block the pool would make next, as geth shows it (no hash, nonce or miner)
+    pending = (await send(req("eth_getBlockByNumber", ["pending", False])))["result"]
+    assert int(pending["number"], 16) == int(latest["number"], 16) + 1
+    assert (pending["hash"], pending["nonce"], pending["miner"]) == (None, None, None)
     assert (await send(req("eth_getBlockReceipts", ["pending"])))["result"] == (
         await send(req("eth_getBlockReceipts", ["latest"]))
     )["result"]
