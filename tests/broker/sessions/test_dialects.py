@@ -229,3 +229,13 @@ def test_2025_requests_are_checked_under_their_own_names(
 ) -> None:
     error_type = InvalidSessionProperties if code == 5302 else InvalidParams
     assert_rejected(error_type, parse, params, code=code, match=match)
+
+
+def test_the_dialect_and_layout_survive_the_stored_form() -> None:
+    from broker.sessions.model import decode_session, encode_session
+
+    session = granted(EXAMPLE_1, {})
+    stored = decode_session(encode_session(session))
+    assert stored.dialect == CURRENT
+    assert stored.layout == session.layout
+    assert create_result(stored) == create_result(session)
