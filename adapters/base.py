@@ -132,6 +132,19 @@ class ChainAdapter(ABC):
     #: The entry-point name of the adapter (``devchain``, ``upstream``, ...).
     name: ClassVar[str]
 
+    @classmethod
+    @abstractmethod
+    def from_spec(cls, spec: NetworkSpec) -> ChainAdapter:
+        """Build the adapter of one configured network.
+
+        Args:
+            spec: The network's name, CAIP-2 chain id and the adapter's own options (the other
+                keys of its ``[networks.NAME]`` table); the adapter decodes and checks them.
+
+        Raises:
+            ValueError: the options are invalid (shown as a configuration error).
+        """
+
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Prepare the adapter (build or import a chain, verify upstreams). Called once."""
 

@@ -2,6 +2,8 @@
 
 Like ``trio.testing.check_two_way_stream`` for streams: the contract of :mod:`adapters.base` is
 asserted here once, so that every adapter is held to the same rules the broker relies on.
+:func:`check_chain_adapter` runs the chain-neutral checks on every chain an adapter serves, then
+the checks of the chain's family where one exists (:func:`check_evm_chain` for ``eip155``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import re
 import msgspec
 import trio
 
-from adapters.base import AccountAdapter, ChainAdapter, ChainBlock
-from schemas.errors import InvalidParams, RpcError, Unauthorized
+from adapters.base import AccountAdapter, ChainAdapter, ChainBlock, Lifetime, MethodDocs
+from schemas.caip import ADDRESS_PATTERN
+from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
 _CHAIN_ID = re.compile(r"^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$")
 _HASH = re.compile(r"^0x[0-9a-f]{64}$")
 _ADDRESS = re.compile(r"^0x[0-9a-f]{40}$")
+_ANY_ADDRESS = re.compile(f"^{ADDRESS_PATTERN}$")
 
 
 def _raw(value: object) -> msgspec.Raw:
@@ -24,24 +28,49 @@ def _raw(value: object) -> msgspec.Raw:
 
 
 async def check_chain_adapter(adapter: ChainAdapter) -> None:
-    """Assert the ChainAdapter contract on a started adapter (raises AssertionError)."""
+    """Assert the ChainAdapter contract on a started adapter (raises AssertionError): the
+    chain-neutral checks, then those of each chain's family."""
     chains = list(adapter.chains())
     assert chains, "an adapter serves at least one chain"
     for chain in chains:
-        assert _CHAIN_ID.match(chain), f"{chain!r} is not a CAIP-2 chain id"
-        methods = adapter.methods(chain)
-        assert isinstance(methods, frozenset), "methods() returns a frozenset"
-        assert all(isinstance(m, str) and m for m in methods)
-        assert isinstance(adapter.notifications(chain), frozenset)
+        await check_chain_neutral(adapter, chain)
         if chain.startswith("eip155:"):
-            assert "eth_chainId" in methods, "an EVM adapter answers eth_chainId"
-            chain_id = await adapter.call(chain, "eth_chainId", _raw([]))
-            if isinstance(chain_id, msgspec.Raw):
-                chain_id = msgspec.json.decode(chain_id)
-            assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
-            await _check_params_errors(adapter, chain)
-            await _check_blocks(adapter, chain)
-        await _check_ingestion_starts_and_stops(adapter, chain)
+            await check_evm_chain(adapter, chain)
+
+
+async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
+    """What every adapter must do on ``chain``, whatever its family."""
+    assert _CHAIN_ID.match(chain), f"{chain!r} is not a CAIP-2 chain id"
+    methods = adapter.methods(chain)
+    assert isinstance(methods, frozenset), "methods() returns a frozenset"
+    assert methods, "an adapter answers at least one method"
+    assert all(isinstance(m, str) and m for m in methods)
+    assert isinstance(adapter.notifications(chain), frozenset)
+    docs = adapter.method_docs(chain)
+    assert isinstance(docs, MethodDocs), "method_docs() returns MethodDocs"
+    assert set(docs.methods) <= methods, "method_docs() describes only methods it answers"
+    for method in sorted(methods):
+        lifetime = adapter.answer_lifetime(chain, method, b"[]", 0)
+        assert isinstance(lifetime, Lifetime), "answer_lifetime() returns a Lifetime"
+    try:
+        await adapter.call(chain, "no_such_method_anywhere", _raw([]))
+    except MethodNotFound:
+        pass
+    else:
+        raise AssertionError("an unknown method raises MethodNotFound (-32601)")
+    await _check_ingestion_starts_and_stops(adapter, chain)
+
+
+async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
+    """What an ``eip155`` chain adapter must do: geth's answers the broker builds on."""
+    methods = adapter.methods(chain)
+    assert "eth_chainId" in methods, "an EVM adapter answers eth_chainId"
+    chain_id = await adapter.call(chain, "eth_chainId", _raw([]))
+    if isinstance(chain_id, msgspec.Raw):
+        chain_id = msgspec.json.decode(chain_id)
+    assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
+    await _check_params_errors(adapter, chain)
+    await _check_blocks(adapter, chain)
 
 
 async def _check_params_errors(adapter: ChainAdapter, chain: str) -> None:
@@ -97,7 +126,10 @@ def check_account_adapter(adapter: AccountAdapter) -> None:
     assert chains, "an account adapter holds accounts on at least one chain"
     for chain in chains:
         accounts = list(adapter.accounts(chain))
-        assert all(_ADDRESS.match(a) for a in accounts), "accounts are lowercase 0x addresses"
+        evm = chain.startswith("eip155:")
+        assert all((_ADDRESS if evm else _ANY_ADDRESS).match(a) for a in accounts), (
+            "accounts are addresses in their namespace's form (EVM: lowercase 0x hex)"
+        )
         methods = adapter.methods(chain)
         assert isinstance(methods, frozenset)
         if not accounts or "personal_sign" not in methods:

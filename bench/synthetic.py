@@ -38,6 +38,10 @@ class SyntheticChainAdapter(ChainAdapter):
     #: The instance built by the broker (the bench server's control task needs it).
     latest: ClassVar[SyntheticChainAdapter | None] = None
 
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> SyntheticChainAdapter:
+        return cls(spec)
+
     def __init__(self, spec: NetworkSpec) -> None:
         self.chain = spec.chain
         self.number = payloads.FIRST_BLOCK - 1
@@ -111,6 +115,10 @@ class ConstantChainAdapter(ChainAdapter):
 
     name: ClassVar[str] = CONSTANT
     reply: ClassVar[bytes] = b"null"
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> ConstantChainAdapter:
+        return cls(spec)
 
     def __init__(self, spec: NetworkSpec) -> None:
         self.chain = spec.chain

@@ -132,7 +132,7 @@ class Broker:
         self._disconnect_hooks: list[Callable[[WebSocketConnection], None]] = [
             self.hub.drop_connection
         ]
-        stream_methods.install(self)
+        stream_methods.install(self.dispatcher, self.hub, self.filters)
         self.dispatcher.register("rpc.discover", self._discover)
         self._documents: dict[str, bytes] = {}
         self.add_service(self._start_event_path)

@@ -193,7 +193,7 @@ def build_network(spec: NetworkSpec) -> Network:
     cls = load(spec.adapter)
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
-    adapter = cls(spec)  # type: ignore[call-arg]
+    adapter = cls.from_spec(spec)
     return Network(spec.name, spec.chain, adapter, direct_signing=spec.adapter == "devchain")
 
 
@@ -344,7 +344,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         ingest=args.role == "all" and redis is None,
     )
     policy = ApprovalPolicy(args.approval or server.approval, timeout=server.approval_timeout)
-    sessions = SessionService(
+    sessions = broker.sessions = SessionService(
         broker,
         store=redis.store if redis else None,
         changes=redis.changes if redis else None,

@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
 
 from broker.approvals import ApprovalPolicy
-from broker.dispatch import CallContext
+from broker.dispatch import CallContext, Dispatcher
 from broker.errors import (
     InvalidParams,
     MethodNotFound,
@@ -55,8 +55,26 @@ from broker.sessions.model import CURRENT, LEGACY
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
-    from broker.app import Broker
+    from broker.metrics import Metrics
+    from broker.networks import Networks
+    from broker.subscriptions import SubscriptionHub
     from broker.websocket import WebSocketConnection
+
+
+class SessionHost(Protocol):
+    """What the session service uses of the broker it serves in (the broker is one)."""
+
+    networks: Networks
+    metrics: Metrics
+    dispatcher: Dispatcher
+    hub: SubscriptionHub
+
+    def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
+
+    def on_disconnect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
+
+    def add_service(self, service: Callable[[trio.Nursery], Awaitable[None]]) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +107,13 @@ class SessionService:
 
     def __init__(
         self,
-        broker: Broker,
+        broker: SessionHost,
         *,
         store: SessionStore | None = None,
         changes: SessionChangeBus | None = None,
         policy: ApprovalPolicy | None = None,
         max_expiry: timedelta = timedelta(days=7),
     ) -> None:
-        broker.sessions = self
         self._broker = broker
         self.expiry_check = EXPIRY_CHECK
         self._networks = broker.networks

@@ -9,21 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from broker.dispatch import CallContext
+from broker.dispatch import CallContext, Dispatcher
 from broker.errors import NotificationsUnsupported
 
 if TYPE_CHECKING:
-    from broker.app import Broker
+    from broker.filters import FilterRegistry
+    from broker.subscriptions import SubscriptionHub
 
 
 def _decode(params: msgspec.Raw) -> Any:
     return msgspec.json.decode(params)
 
 
-def install(broker: Broker) -> None:
-    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``broker``."""
-    hub = broker.hub
-    filters = broker.filters
+def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistry) -> None:
+    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``dispatcher``."""
 
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
@@ -52,7 +51,7 @@ def install(broker: Broker) -> None:
     async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
         return filters.uninstall(ctx.api_key, _decode(params))
 
-    register = broker.dispatcher.register
+    register = dispatcher.register
     register("eth_subscribe", subscribe)
     register("eth_unsubscribe", unsubscribe)
     register("eth_newFilter", new_filter)

@@ -92,6 +92,10 @@ class DevChainAdapter(ChainAdapter):
 
     name: ClassVar[str] = "devchain"
 
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> DevChainAdapter:
+        return cls(spec)
+
     def __init__(self, spec: NetworkSpec) -> None:
         self.options = decode_options(spec, DevChainOptions, self.name)
         self.spec = spec

@@ -47,6 +47,10 @@ class UpstreamAdapter(ChainAdapter):
 
     name: ClassVar[str] = "upstream"
 
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> UpstreamAdapter:
+        return cls(spec)
+
     def __init__(self, spec: NetworkSpec) -> None:
         self.spec = spec
         self.options = decode_options(spec, UpstreamOptions, self.name)

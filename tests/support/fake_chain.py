@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import trio
 
-from adapters.base import BlockHandler, ChainAdapter, ChainBlock, LogRecord
+from adapters.base import BlockHandler, ChainAdapter, ChainBlock, LogRecord, NetworkSpec
 
 CHAIN = "eip155:7"
 TOKEN = "0x" + "ab" * 20
@@ -49,6 +49,10 @@ class FakeChain(ChainAdapter):
     """One chain, starting at a genesis block without logs; :meth:`mine` and :meth:`reorg` it."""
 
     name = "fake"
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> FakeChain:
+        return cls(spec.chain)
 
     def __init__(self, chain: str = CHAIN) -> None:
         self.chain = chain
