@@ -7,10 +7,11 @@ NODE_STAMP := tests/interop/node_modules/.installed
 
 .PHONY: run test lint typecheck pytest bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml examples/example-ledger/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps -e examples/example-ledger
 	touch $@
 
 $(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json

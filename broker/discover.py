@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from adapters.base import MethodDoc, ParamDoc
+from adapters.evm.openrpc import COMPONENTS as EVM_COMPONENTS
 from adapters.evm.openrpc import ref
 from schemas import caip
 
@@ -243,7 +244,9 @@ def document(dispatcher: Dispatcher, network: Network, admin: Iterable[str]) -> 
     chain = network.chain
     docs = dict(BROKER_METHODS)
     chain_docs = network.adapter.method_docs(chain)
-    components: dict[str, Any] = {**chain_docs.components, **_CAIP_COMPONENTS}
+    # The broker's own filter and subscription methods speak EVM's types on every network (until
+    # chain families bring their own), so the EVM schemas are always there to refer to.
+    components: dict[str, Any] = {**EVM_COMPONENTS, **chain_docs.components, **_CAIP_COMPONENTS}
     docs.update(chain_docs.methods)
     for accounts in dispatcher.account_adapters(chain):
         account_docs = accounts.method_docs(chain)
