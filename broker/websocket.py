@@ -1,4 +1,4 @@
-"""One dapp WebSocket: wsproto parses what arrives, frames leave through the outbox.
+"""One dapp WebSocket: the trio shell of :mod:`broker.ws_protocol`; frames leave through the outbox.
 
 A connection costs one task (the reader, :meth:`WebSocketConnection.serve`, run in the task that
 accepted the TCP connection) and a few small objects: an idle connection is what a broker holds
@@ -17,14 +17,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import trio
-import wsproto.events as wse
-from wsproto.connection import Connection as FrameParser
-from wsproto.connection import ConnectionType
 
 from broker import frames
 from broker.dispatch import CallContext
 from broker.limits import Limits
 from broker.outbox import Outbox
+from broker.ws_protocol import CloseRequested, Message, SendFrame, WebSocketProtocol
 
 if TYPE_CHECKING:
     from broker.dispatch import Dispatcher
@@ -42,13 +40,11 @@ class WebSocketConnection:
         "_calls",
         "_closing",
         "_dispatcher",
-        "_fragment_size",
-        "_fragments",
         "_inflight",
         "_limits",
         "_nursery",
         "_on_slow_consumer",
-        "_parser",
+        "_protocol",
         "_state",
         "_stream",
         "awaiting_pong",
@@ -72,12 +68,10 @@ class WebSocketConnection:
         self._stream = stream
         self._nursery = nursery
         self._dispatcher = dispatcher
-        self._parser = FrameParser(ConnectionType.SERVER)
+        self._protocol = WebSocketProtocol(limits.ws_message)
         self._limits = limits
         self._inflight = 0
         self._calls: set[trio.CancelScope] | None = None
-        self._fragments: list[bytes] | None = None
-        self._fragment_size = 0
         self._closing = False
         self._state: dict[str, object] | None = None
         self._on_slow_consumer = on_slow_consumer
@@ -150,8 +144,7 @@ class WebSocketConnection:
         """Read frames until the peer leaves or the connection closes; then stop its calls."""
         try:
             if first_bytes:
-                self._parser.receive_data(first_bytes)
-                await self._handle_events()
+                await self._handle(first_bytes)
             sock = self._stream.socket
             fd = sock.fileno()
             while True:
@@ -168,8 +161,7 @@ class WebSocketConnection:
                     break
                 if self._closing:
                     continue  # after our close frame, what arrives is discarded
-                self._parser.receive_data(data)
-                await self._handle_events()
+                await self._handle(data)
         finally:
             self._closing = True
             self.outbox.stop()
@@ -177,34 +169,17 @@ class WebSocketConnection:
                 for scope in self._calls:
                     scope.cancel()
 
-    async def _handle_events(self) -> None:
-        max_message = self._limits.ws_message
-        for event in self._parser.events():
-            if isinstance(event, wse.TextMessage | wse.BytesMessage):
-                chunk = (
-                    event.data.encode() if isinstance(event, wse.TextMessage) else bytes(event.data)
-                )
-                fragments = self._fragments
-                if fragments is None:
-                    fragments = self._fragments = []
-                fragments.append(chunk)
-                self._fragment_size += len(chunk)
-                if self._fragment_size > max_message:
-                    fragments.clear()
-                    self.close(frames.CLOSE_TOO_BIG, f"message larger than {max_message} bytes")
-                    return
-                if event.message_finished:
-                    payload = fragments[0] if len(fragments) == 1 else b"".join(fragments)
-                    fragments.clear()
-                    self._fragment_size = 0
-                    await self._dispatch(payload)
-            elif isinstance(event, wse.Ping):
-                self.outbox.send(frames.pong_frame(bytes(event.payload)))
-            elif isinstance(event, wse.Pong):
-                self.awaiting_pong = False
-            elif isinstance(event, wse.CloseConnection):
-                self.close(event.code if event.code != 1005 else frames.CLOSE_NORMAL, "")
+    async def _handle(self, data: bytes) -> None:
+        for event in self._protocol.receive_data(data):
+            if type(event) is Message:
+                await self._dispatch(event.payload)
+            elif type(event) is SendFrame:
+                self.outbox.send(event.frame)
+            elif type(event) is CloseRequested:
+                self.close(event.code, event.reason)
                 return
+            else:  # PongReceived
+                self.awaiting_pong = False
             if self._closing:
                 return
 
