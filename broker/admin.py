@@ -71,6 +71,10 @@ class AdminApi:
             self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
         broker.admin = self
 
+    def accepts(self, token: str) -> bool:
+        """Whether ``token`` opens the API (the banner says when it is the public dev token)."""
+        return self._token is not None and hmac.compare_digest(self._token, token.encode())
+
     @property
     def enabled(self) -> bool:
         """Whether a token can open the API (False: every request gets 401, :data:`DISABLED`)."""

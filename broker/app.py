@@ -47,6 +47,7 @@ from broker.response_cache import ResponseStore
 from broker.routing import Endpoint, route
 from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
+from schemas.errors import ConfigError
 
 if TYPE_CHECKING:
     from broker.session_service import SessionService
@@ -224,8 +225,9 @@ class Broker:
     ) -> None:
         """Serve HTTP and WebSocket on ``host:port`` until :meth:`shutdown`."""
         if self.dev_mode and not is_loopback(host):
-            raise ValueError(
-                f"refusing to bind {host} with the dev API key: configure --api-key to serve beyond loopback"
+            raise ConfigError(
+                f"refusing to bind {host} with the dev API key: pass --api-key "
+                "(or SCOPECAST_API_KEYS) to serve beyond loopback"
             )
         await self.start_adapters()
         listeners = await trio.open_tcp_listeners(port, host=host)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import json
 import logging
@@ -12,7 +13,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from importlib import metadata
 from pathlib import Path
+from typing import Final, NoReturn
 
 import trio
 
@@ -67,20 +70,56 @@ run one worker and a second one as a standby: it takes each chain over within ab
 """
 
 
+def _version() -> str:
+    try:
+        return metadata.version("scopecast")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _env_config() -> Path | None:
     value = os.environ.get("SCOPECAST_CONFIG")
     return Path(value) if value else None
 
 
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported on one line (and exit status 2, as argparse's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid log level {text!r}: choose from {', '.join(LOG_LEVELS).lower()}"
+        )
+    return level
+
+
+def _add_log_level(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        default=default if default is not None else argparse.SUPPRESS,
+        help=f"{', '.join(LOG_LEVELS).lower()} (default: info; also $SCOPECAST_LOG_LEVEL)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scopecast",
         description="A broker for CAIP-25 dapp sessions, chain notifications and node queries.",
         epilog=SETTINGS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--log-level", default=os.environ.get("SCOPECAST_LOG_LEVEL", "INFO"))
-    commands = parser.add_subparsers(dest="command", required=True)
+    _add_log_level(parser, os.environ.get("SCOPECAST_LOG_LEVEL", "INFO"))
+    parser.add_argument("--version", action="version", version=f"scopecast {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     serve = commands.add_parser(
         "serve",
@@ -88,6 +127,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=SETTINGS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_log_level(serve, None)  # before or after the command, as the user types it
     serve.add_argument(
         "--config",
         type=Path,
@@ -135,6 +175,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=WORKER_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_log_level(worker, None)
     worker.add_argument(
         "--config",
         type=Path,
@@ -178,8 +219,15 @@ def _dev_network(args: argparse.Namespace) -> NetworkSpec:
     if args.genesis is None and given:  # said in flag terms; the options would say it in TOML terms
         raise ConfigError(f"{', '.join(given)}: only with --genesis")
     if args.genesis is not None:
-        genesis = json.loads(args.genesis.read_text())
-        chain = f"eip155:{int(genesis['config']['chainId'])}"
+        try:
+            genesis = json.loads(args.genesis.read_text())
+            chain = f"eip155:{int(genesis['config']['chainId'])}"
+        except OSError as exc:
+            raise ConfigError(f"--genesis {args.genesis}: {exc.strerror}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"--genesis {args.genesis}: not a geth genesis file ({exc})"
+            ) from None
         options["genesis"] = str(args.genesis)
         if args.chain_file is not None:
             options["chain_file"] = str(args.chain_file)
@@ -190,7 +238,10 @@ def _dev_network(args: argparse.Namespace) -> NetworkSpec:
 
 def build_network(spec: NetworkSpec) -> Network:
     """Build the chain adapter a network spec names."""
-    cls = load(spec.adapter)
+    try:
+        cls = load(spec.adapter)
+    except AdapterNotFound as exc:
+        raise ConfigError(f"network {spec.name}: {exc}") from None
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     adapter = cls.from_spec(spec)
@@ -357,6 +408,12 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
     if token is None and is_loopback(host):
         token = DEV_ADMIN_TOKEN
+    if token is None and policy.mode == "manual":
+        raise ConfigError(
+            f'approval = "manual" on {host} needs the operator API, or every session and '
+            "signature waits until it times out: set [server] admin_token (or --admin-token, "
+            "or SCOPECAST_ADMIN_TOKEN)"
+        )
     AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
     return broker
 
@@ -374,10 +431,20 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
     print(
         f"  health     GET http://{base}/healthz   metrics  GET http://{base}/metrics", flush=True
     )
+    mode = broker.sessions.policy.mode if broker.sessions is not None else "auto"
     if operator:
-        print(f"  operator   POST http://{base}/admin (Authorization: Bearer <token>)", flush=True)
+        admin = broker.admin
+        dev = isinstance(admin, AdminApi) and admin.accepts(DEV_ADMIN_TOKEN)
+        note = "; the dev token, for loopback only" if dev else ""
+        token = DEV_ADMIN_TOKEN if dev else "<token>"
+        print(
+            f"  operator   POST http://{base}/admin (Authorization: Bearer {token}{note})",
+            flush=True,
+        )
     else:
         print("  operator   disabled: set --admin-token to enable POST /admin", flush=True)
+    waiting = "the operator answers each" if mode == "manual" else "granted at once"
+    print(f"  approval   {mode}: sessions and signatures are {waiting}", flush=True)
     if broker.dev_mode:
         print(
             f"  dev API key: {DEV_API_KEY} (configure --api-key to serve beyond loopback)",
@@ -389,15 +456,14 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     broker = build_broker(args, config)
     host = args.host or config.server.host
     port = args.port if args.port is not None else config.server.port
-    if broker.dev_mode and not is_loopback(host):
-        raise SystemExit(
-            f"refusing to bind {host} with the dev API key: pass --api-key (or SCOPECAST_API_KEYS)"
-        )
     # Started here, outside the server's nursery, so that a configuration error (an upstream on the
     # wrong chain, a bad keystore passphrase) reaches the user as one clear line.
     await broker.start_adapters()
     async with trio.open_nursery() as nursery:
-        await nursery.start(broker.serve, host, port)
+        try:
+            await nursery.start(broker.serve, host, port)
+        except* OSError as group:
+            raise ConfigError(_bind_error(group, host, port)) from None
         freeze_startup_objects()
         operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
         _print_endpoints(broker, host, operator=operator)
@@ -443,6 +509,17 @@ async def _work(args: argparse.Namespace, config: Config) -> None:
                 break
 
 
+def _bind_error(group: BaseExceptionGroup[OSError], host: str, port: int) -> str:
+    """One line for a port that cannot be had (in use, not permitted, no such address)."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, OSError)
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {host}:{port}: the address is in use; choose another --port"
+    return f"cannot listen on {host}:{port}: {(exc.strerror or str(exc)).lower()}"
+
+
 def freeze_startup_objects() -> None:
     """Move what start-up built (modules, a chain, keys: it lives as long as the process) out of
     the garbage collector's sight, so that full collections scan only what connections add."""
@@ -454,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``scopecast`` command."""
     args = parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
@@ -468,8 +545,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             trio.run(_serve, args, config)
         elif args.command == "worker":
             trio.run(_work, args, config)
-    except ConfigError as exc:
-        raise SystemExit(f"scopecast: {exc}") from None
+    except* ConfigError as group:
+        _mistake(str(group.exceptions[0]))
+
+
+def _mistake(message: str) -> NoReturn:
+    """An operator's mistake: one line on stderr, exit status 2, no traceback."""
+    print(f"scopecast: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":

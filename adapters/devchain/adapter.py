@@ -27,7 +27,7 @@ from adapters.base import (
 from adapters.evm import cache_rules
 from adapters.evm.openrpc import evm_docs
 from schemas import eth as schema
-from schemas.errors import InvalidParams, MethodNotFound, ServerError
+from schemas.errors import ConfigError, InvalidParams, MethodNotFound, ServerError
 
 from . import demo
 from ._options import DevChainOptions
@@ -36,7 +36,7 @@ from .bootstrap import create_dev_chain
 from .chain import LocalChain
 from .formatting import data, quantity
 from .genesis import read_geth_genesis
-from .geth_import import import_geth_chain
+from .geth_import import ChainFileError, import_geth_chain
 from .methods import READ_METHODS, Handler, ReadMethods
 from .params import argument, positional
 from .records import BlockRecord
@@ -137,19 +137,29 @@ class DevChainAdapter(ChainAdapter):
             return
         options = self.options
         if options.genesis is not None:
-            genesis_chain_id = int(
-                read_geth_genesis(Path(options.genesis)).config.get("chainId", 1)
-            )
+            try:
+                genesis_chain_id = int(
+                    read_geth_genesis(Path(options.genesis)).config.get("chainId", 1)
+                )
+            except OSError as exc:
+                raise ConfigError(f"--genesis {options.genesis}: {exc.strerror}") from None
+            except ValueError as exc:
+                raise ConfigError(f"--genesis {options.genesis}: {exc}") from None
             if genesis_chain_id != self.chain_id:
                 raise ValueError(
                     f"{self.spec.chain} does not match the genesis chain id {genesis_chain_id}"
                 )
-            chain = await trio.to_thread.run_sync(
-                import_geth_chain,
-                Path(options.genesis),
-                Path(options.chain_file) if options.chain_file else None,
-                Path(options.forkchoice) if options.forkchoice else None,
-            )
+            try:
+                chain = await trio.to_thread.run_sync(
+                    import_geth_chain,
+                    Path(options.genesis),
+                    Path(options.chain_file) if options.chain_file else None,
+                    Path(options.forkchoice) if options.forkchoice else None,
+                )
+            except OSError as exc:
+                raise ConfigError(f"{exc.filename}: {exc.strerror}") from None
+            except ChainFileError as exc:
+                raise ConfigError(f"--chain-file {options.chain_file}: {exc}") from None
             self._chain = chain
         else:
             self._chain = await trio.to_thread.run_sync(self._create_dev_chain)

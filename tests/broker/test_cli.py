@@ -37,6 +37,8 @@ async def test_serve_prints_endpoints_and_drains_on_sigterm() -> None:
             port = int(re.search(rb"listening on http://127\.0\.0\.1:(\d+)", banner).group(1))  # type: ignore[union-attr]
             assert f"POST http://127.0.0.1:{port}/v3/dev".encode() in banner
             assert f"ws://127.0.0.1:{port}/ws/v3/dev".encode() in banner
+            assert b"Bearer dev; the dev token, for loopback only" in banner
+            assert b"approval   auto: sessions and signatures are granted at once" in banner
             conn = await RawWebSocket.connect(port, "/ws/v3/dev")
             process.send_signal(signal.SIGTERM)
             while (frame := await conn.frame()) is not None and frame[0] != 0x8:
@@ -107,3 +109,46 @@ async def test_a_misspelt_devchain_option_stops_serve_naming_it(tmp_path: Path) 
         b"scopecast: networks.local (devchain adapter): Object contains unknown field `block_tme`"
         in result.stderr
     ), result.stderr
+
+
+async def mistake(*argv: str) -> bytes:
+    """Run ``scopecast argv``: it must fail with status 2 and one line on stderr."""
+    with trio.fail_after(60):
+        result = await trio.run_process([SCOPECAST, *argv], capture_stderr=True, check=False)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, result.stderr.decode()
+    assert "Traceback" not in lines[0]
+    return result.stderr
+
+
+async def test_operator_mistakes_are_one_line_and_status_2(tmp_path: Path) -> None:
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        stderr = await mistake("serve", "--port", str(port))
+        assert f"cannot listen on 127.0.0.1:{port}: the address is in use".encode() in stderr
+        assert b"--port" in stderr
+    assert b"No such file or directory" in await mistake("serve", "--genesis", "/no/such.json")
+    garbage = tmp_path / "genesis.json"
+    garbage.write_text("not json")
+    assert b"not a geth genesis file" in await mistake("serve", "--genesis", str(garbage))
+    config = tmp_path / "scopecast.toml"
+    config.write_text('[networks.x]\nchain = "eip155:5"\nadapter = "nosuch"\n')
+    stderr = await mistake("serve", "--config", str(config))
+    assert b"no adapter named 'nosuch'; installed: devchain" in stderr
+    for argv in (("--log-level", "verbose", "serve"), ("serve", "--log-level", "verbose")):
+        assert b"invalid log level 'verbose'" in await mistake(*argv)
+    stderr = await mistake("serve", "--host", "0.0.0.0", "--api-key", "k", "--approval", "manual")
+    assert b'approval = "manual" on 0.0.0.0 needs the operator API' in stderr
+    assert b"admin_token" in stderr
+    assert b"refusing to bind 0.0.0.0" in await mistake("serve", "--host", "0.0.0.0")
+
+
+def test_the_log_level_goes_before_or_after_the_command_and_version_is_known() -> None:
+    assert parser().parse_args(["--log-level", "warning", "serve"]).log_level == "WARNING"
+    assert parser().parse_args(["serve", "--log-level", "debug"]).log_level == "DEBUG"
+    assert parser().parse_args(["serve"]).log_level == "INFO"
+    version = subprocess.run([SCOPECAST, "--version"], capture_output=True, text=True, check=True)
+    assert re.fullmatch(r"scopecast \d+\.\d+\.\d+\n", version.stdout)
