@@ -196,7 +196,11 @@ class SubscriptionHub:
                 )
             criteria = parse_criteria(filter_obj, where="invalid argument 1")
         elif isinstance(kind, str):
-            raise WireError(-32601, f'no "{kind}" subscription in eth namespace')
+            raise WireError(
+                -32601,
+                f'no "{kind}" subscription in eth namespace',
+                data={"supported": [NEW_HEADS, LOGS]},
+            )
         else:
             raise InvalidParams("invalid argument 0: subscription name must be a string")
         subs = _connection_subs(conn)

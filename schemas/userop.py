@@ -29,7 +29,9 @@ class TransactionToSign(msgspec.Struct, forbid_unknown_fields=True, rename="came
     from_: str = msgspec.field(name="from")
     value: str
     data: str
-    gas_limit: str
+    #: ``gasLimit`` as SPEC names it; ``gas`` as wallets and eth_sendTransaction send it.
+    gas_limit: str | UnsetType = UNSET
+    gas: str | UnsetType = UNSET
     chain_id: str
     gas_price: str | UnsetType = UNSET
     max_priority_fee_per_gas: str | UnsetType = UNSET

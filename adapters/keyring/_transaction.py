@@ -31,6 +31,18 @@ class SignTransaction:
     fields: dict[str, Any]
 
 
+def _gas_limit(tx: TransactionToSign) -> int:
+    """``gasLimit``, or ``gas`` as wallets send it (both: they must agree)."""
+    given = [(name, value) for name, value in (("gasLimit", tx.gas_limit), ("gas", tx.gas))]
+    present = [(name, value) for name, value in given if isinstance(value, str)]
+    if not present:
+        raise _params.field_error(0, "gasLimit", "missing (gasLimit, or gas as wallets send it)")
+    limits = {_params.quantity(value, 0, name) for name, value in present}
+    if len(limits) > 1:
+        raise _params.field_error(0, "gas", "gas and gasLimit differ; send one of them")
+    return limits.pop()
+
+
 def prepare(wallet: Wallet, chain_id: int, params: list[Any], permitted: list[str]) -> Prepared:
     """Check ``[transaction]`` field by field, its chain and its sender."""
     _params.check_count(params, 1)
@@ -46,7 +58,7 @@ def prepare(wallet: Wallet, chain_id: int, params: list[Any], permitted: list[st
     fields: dict[str, Any] = {
         "nonce": _params.quantity(tx.nonce, 0, "nonce"),
         "value": _params.quantity(tx.value, 0, "value"),
-        "gas": _params.quantity(tx.gas_limit, 0, "gasLimit"),
+        "gas": _gas_limit(tx),
         "data": data,
         "chainId": _params.quantity(tx.chain_id, 0, "chainId"),
     }

@@ -71,9 +71,18 @@ def authorize_invoke(
     Raises:
         Unauthorized: no live session, scope not granted, or method not granted there (4100).
     """
-    scope = granted_scope(session, request.scope, now)
-    if scope is None or request.method not in scope.methods:
-        raise Unauthorized()
+    if session is None or is_expired(session, now):
+        raise Unauthorized(data={"reason": "no session: call wallet_createSession first"})
+    scope = session.scopes.get(request.scope)
+    if scope is None:
+        granted = ", ".join(session.scopes) or "none"
+        raise Unauthorized(
+            data={"reason": f"scope {request.scope} is not granted (granted: {granted})"}
+        )
+    if request.method not in scope.methods:
+        raise Unauthorized(
+            data={"reason": f"method {request.method} is not granted on {request.scope}"}
+        )
     return scope
 
 

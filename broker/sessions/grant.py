@@ -74,13 +74,19 @@ def apply_support(request: SessionRequest, supported: SupportLookup) -> SessionR
             methods=tuple(m for m in scope.methods if m in support.methods),
             notifications=tuple(n for n in scope.notifications if n in support.notifications),
         )
+    if not request.scopes:
+        raise NetworksUnsupported(data={"reason": "no scope was requested"})
     if not offered:
-        raise NetworksUnsupported()
+        raise NetworksUnsupported(data={"unsupported": list(request.scopes)})
     if _any(wanted, "methods") and not _any(offered, "methods"):
-        raise MethodsUnsupported()
+        raise MethodsUnsupported(data={"unsupported": _all(wanted, "methods")})
     if _any(wanted, "notifications") and not _any(offered, "notifications"):
-        raise NotificationsNotSupported()
+        raise NotificationsNotSupported(data={"unsupported": _all(wanted, "notifications")})
     return msgspec.structs.replace(request, scopes=offered)
+
+
+def _all(scopes: Mapping[str, ScopeObject], field: str) -> list[str]:
+    return list(dict.fromkeys(name for scope in scopes.values() for name in getattr(scope, field)))
 
 
 def _any(scopes: Mapping[str, ScopeObject], field: str) -> bool:

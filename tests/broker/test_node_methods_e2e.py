@@ -360,3 +360,14 @@ async def _send_token_transfer(node: RunningBroker) -> None:
     ).raw_transaction
     assert "error" not in await node.rpc("eth_sendRawTransaction", ["0x" + bytes(raw).hex()])
     assert "error" not in await node.rpc("evm_mine", [])
+
+
+async def test_an_unknown_subscription_type_lists_the_valid_ones(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        async with transport(node, "ws") as send:
+            reply = await send(req("eth_subscribe", ["newPendingHeads"]))
+    assert reply["error"] == {
+        "code": -32601,
+        "message": 'no "newPendingHeads" subscription in eth namespace',
+        "data": {"supported": ["newHeads", "logs"]},
+    }

@@ -51,6 +51,7 @@ async def test_create_get_invoke_revoke(node: RunningBroker) -> None:
             assert denied["error"] == {
                 "code": 4100,
                 "message": "The requested account and/or method has not been authorized by the user.",
+                "data": {"reason": "no session: call wallet_createSession first"},
             }
 
 

@@ -139,7 +139,19 @@ async def test_other_account_is_unauthorized(
     [
         ({"chainId": ...}, "invalid argument 0: missing field `chainId`"),
         ({"to": ...}, "invalid argument 0: missing field `to`"),
-        ({"gas": "0x5208"}, "invalid argument 0: unknown field `gas`"),
+        (
+            {"gas": "0x5209"},
+            "invalid argument 0: field `gas`: gas and gasLimit differ; send one of them",
+        ),
+        (
+            {"gasLimit": ...},
+            "invalid argument 0: field `gasLimit`: missing (gasLimit, or gas as wallets send it)",
+        ),
+        (
+            {"gasLimit": ..., "gas": "21000"},
+            "invalid argument 0: field `gas`: want a 0x-prefixed hex quantity",
+        ),
+        ({"gasLimit": ..., "gass": "0x5208"}, "invalid argument 0: unknown field `gass`"),
         ({"nonce": 1}, "invalid argument 0: field `nonce`: expected `str`, got `int`"),
         ({"nonce": "0x"}, "invalid argument 0: field `nonce`: want a 0x-prefixed hex quantity"),
         ({"value": "1000"}, "invalid argument 0: field `value`: want a 0x-prefixed hex quantity"),
@@ -204,3 +216,17 @@ async def test_transaction_must_be_an_object(keyring: KeyringAdapter, scope: str
         keyring.prepare(scope, "eth_signTransaction", [[]], [ACCOUNT_0])
     with pytest.raises(InvalidParams, match="missing value for required argument 0"):
         keyring.prepare(scope, "eth_signTransaction", [], [ACCOUNT_0])
+
+
+async def test_gas_is_accepted_for_gas_limit_as_wallets_send_it(
+    keyring: KeyringAdapter, scope: str, tester: EthereumTester
+) -> None:
+    with_limit = keyring.prepare(scope, "eth_signTransaction", [transaction(tester)], [ACCOUNT_0])
+    with_gas = keyring.prepare(
+        scope,
+        "eth_signTransaction",
+        [transaction(tester, gasLimit=..., gas=hex(21_000))],
+        [ACCOUNT_0],
+    )
+    assert with_gas.payload == with_limit.payload
+    assert with_gas.summary["gasLimit"] == 21_000

@@ -142,3 +142,24 @@ def test_permitted_addresses() -> None:
     assert permitted_addresses(session, "eip155:5", now=NOW) == ()
     assert permitted_addresses(None, "eip155:1337", now=NOW) == ()
     assert permitted_addresses(session, "eip155:1337", now=NOW + timedelta(days=2)) == ()
+
+
+def test_a_refused_invoke_says_why_in_data() -> None:
+    from broker.sessions import InvokeRequest
+
+    session = make_session()
+    cases = [
+        (None, "eip155:1337", "eth_call", "no session: call wallet_createSession first"),
+        (
+            session,
+            "eip155:5",
+            "eth_call",
+            "scope eip155:5 is not granted (granted: eip155:1337, eip155:1)",
+        ),
+        (session, "eip155:1", "personal_sign", "method personal_sign is not granted on eip155:1"),
+    ]
+    for current, key, method, reason in cases:
+        with pytest.raises(Unauthorized) as caught:
+            authorize_invoke(current, InvokeRequest(key, method, []), now=NOW)
+        assert caught.value.code == 4100
+        assert caught.value.data == {"reason": reason}

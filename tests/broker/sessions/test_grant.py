@@ -14,6 +14,7 @@ from broker.errors import (
     MethodsUnsupported,
     NetworksUnsupported,
     NotificationsNotSupported,
+    RpcError,
     UserRejected,
 )
 from broker.sessions import (
@@ -347,3 +348,30 @@ def test_create_session_result_on_the_wire() -> None:
         },
         "sessionProperties": {"expiry": "2025-01-01T17:30:00+00:00", "globalConfig": {}},
     }
+
+
+@pytest.mark.parametrize(
+    ("params", "data"),
+    [
+        ({}, {"reason": "no scope was requested"}),
+        ({"optionalScopes": {"eip155": DEV_SCOPE}}, {"reason": "no scope was requested"}),
+        (
+            {"optionalScopes": {"eip155:5": DEV_SCOPE, "eip155:7": DEV_SCOPE}},
+            {"unsupported": ["eip155:5", "eip155:7"]},
+        ),
+        (
+            {"optionalScopes": {"eip155:1": {"methods": ["x", "y"], "notifications": []}}},
+            {"unsupported": ["x", "y"]},
+        ),
+        (
+            {"optionalScopes": {"eip155:1": {"methods": [], "notifications": ["z"]}}},
+            {"unsupported": ["z"]},
+        ),
+    ],
+)
+def test_unsupported_requests_say_what_is_not_served_in_data(
+    params: dict[str, Any], data: dict[str, Any]
+) -> None:
+    with pytest.raises(RpcError) as caught:
+        apply_support(request_of(params), SUPPORTED)
+    assert caught.value.data == data
