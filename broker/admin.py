@@ -50,6 +50,12 @@ def _identity(args: dict[str, Any]) -> Identity:
     return Identity.of(api_key, origin)
 
 
+def _not_waiting(approval_id: str) -> InvalidParams:
+    return InvalidParams(
+        f"no request {approval_id!r} is waiting: answered already, timed out, or its dapp hung up"
+    )
+
+
 class AdminApi:
     """Serves ``/admin`` for one broker."""
 
@@ -139,9 +145,13 @@ class AdminApi:
             raise InvalidParams("accounts must be an array")
         # Validated like a request's scopes; the approval narrows to them, never widens.
         narrowed = parse_scopes(scopes, field="sessionScopes") if scopes is not None else None
-        return self._sessions.policy.approve(
-            str(args.get("id")), accounts=accounts, scopes=narrowed
-        )
+        approval_id = str(args.get("id"))
+        if not self._sessions.policy.approve(approval_id, accounts=accounts, scopes=narrowed):
+            raise _not_waiting(approval_id)
+        return True
 
     async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        return self._sessions.policy.reject(str(_object(params).get("id")))
+        approval_id = str(_object(params).get("id"))
+        if not self._sessions.policy.reject(approval_id):
+            raise _not_waiting(approval_id)
+        return True

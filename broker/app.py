@@ -55,6 +55,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEV_API_KEY: Final = "dev"
+NOT_FOUND: Final = (
+    "not found: JSON-RPC is POST /v3/<API_KEY> (or /<network>/v3/<API_KEY>), WebSocket "
+    "/ws/v3/<API_KEY> (or /<network>/ws/v3/<API_KEY>); also GET /healthz, GET /metrics, "
+    "POST /admin"
+)
 #: What geth accepts as a JSON-RPC request body's Content-Type.
 JSON_RPC_CONTENT_TYPES: Final = frozenset(
     {b"application/json", b"application/json-rpc", b"application/jsonrequest"}
@@ -345,7 +350,7 @@ class Broker:
         """Answer one HTTP request (or accept its WebSocket upgrade)."""
         target = route(request.target)
         if target is None:
-            return json_error(404, ServerError("not found"))
+            return json_error(404, ServerError(NOT_FOUND))
         if target.endpoint is Endpoint.HEALTH:
             return self._health()
         if target.endpoint is Endpoint.METRICS:
@@ -371,9 +376,11 @@ class Broker:
         if target.endpoint is Endpoint.WEBSOCKET:
             return self._upgrade(request, context)
         if request.method != b"POST":
+            prefix = f"/{target.network}" if target.network else ""
+            hint = f"POST JSON-RPC here; a WebSocket connects to {prefix}/ws/v3/<API_KEY>"
             return HttpResponse(
                 405,
-                b"method not allowed",
+                f"method not allowed: {hint}".encode(),
                 [(b"allow", b"POST, OPTIONS")],
             )
         content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()

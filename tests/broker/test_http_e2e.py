@@ -199,3 +199,23 @@ async def test_the_content_types_geth_accepts(node: RunningBroker, content_type:
             )
     assert reply.status_code == 200
     assert reply.json()["result"] == "0x539"
+
+
+async def test_wrong_paths_and_methods_name_the_right_url_forms(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        async with httpx.AsyncClient() as client:
+            missing = await client.post(f"{node.base}/v2/dev", json={})
+            on_http = await client.get(
+                node.http_url(),
+                headers={"connection": "upgrade", "upgrade": "websocket"},
+            )
+            named = await client.get(f"{node.base}/dev/v3/dev")
+    assert missing.status_code == 404
+    assert "POST /v3/<API_KEY>" in missing.json()["error"]["message"]
+    assert "/ws/v3/<API_KEY>" in missing.json()["error"]["message"]
+    assert on_http.status_code == 405
+    assert on_http.text == (
+        "method not allowed: POST JSON-RPC here; a WebSocket connects to /ws/v3/<API_KEY>"
+    )
+    assert named.status_code == 405
+    assert "/dev/ws/v3/<API_KEY>" in named.text

@@ -183,3 +183,32 @@ async def test_session_store_failure_is_5000_and_the_connection_lives_on() -> No
                 assert revoked["error"]["code"] == 5000
                 assert (await a.result("eth_chainId", [])) == "0x539"
             await node.stop()
+
+
+async def test_answering_a_request_that_is_not_waiting_names_it() -> None:
+    with trio.fail_after(60):
+        async with running_broker("--approval", "manual", "--block-time", "0") as node:
+            for method in ("admin_approve", "admin_reject"):
+                reply = await node.admin(method, {"id": "404"})
+                assert reply["error"]["code"] == -32602
+                assert "no request '404' is waiting" in reply["error"]["message"]
+            # A dapp that asks, then hangs up: its request is dropped, not left approvable.
+            async with dapp(node.ws_url(), origin="https://gone.example") as gone:
+                await gone.ws.send_message(
+                    msgspec.json.encode(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "wallet_createSession",
+                            "params": REQUEST,
+                        }
+                    ).decode()
+                )
+                approval = await waiting_approval(node)
+            for _ in range(500):  # dropped as the connection's calls end (fail_after bounds it)
+                if not (await node.admin("admin_listApprovals", {}))["result"]:
+                    break
+                await trio.sleep(0.01)
+            assert (await node.admin("admin_listApprovals", {}))["result"] == []
+            reply = await node.admin("admin_approve", {"id": approval["id"]})
+            assert "hung up" in reply["error"]["message"]
