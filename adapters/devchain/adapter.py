@@ -7,7 +7,9 @@ every ingestion task through a bounded memory channel.
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -39,6 +41,7 @@ from .genesis import read_geth_genesis
 from .geth_import import ChainFileError, import_geth_chain
 from .methods import READ_METHODS, Handler, ReadMethods
 from .params import argument, positional
+from .progress import TerminalProgress, summary_line
 from .records import BlockRecord
 from .txpool import Account, PooledTx, TxPool, TxRejected, check_transaction
 
@@ -150,12 +153,17 @@ class DevChainAdapter(ChainAdapter):
                     f"{self.spec.chain} does not match the genesis chain id {genesis_chain_id}"
                 )
             try:
+                started = time.monotonic()
                 chain = await trio.to_thread.run_sync(
-                    import_geth_chain,
-                    Path(options.genesis),
-                    Path(options.chain_file) if options.chain_file else None,
-                    Path(options.forkchoice) if options.forkchoice else None,
+                    functools.partial(
+                        import_geth_chain,
+                        Path(options.genesis),
+                        Path(options.chain_file) if options.chain_file else None,
+                        Path(options.forkchoice) if options.forkchoice else None,
+                        progress=TerminalProgress(),
+                    )
                 )
+                log.info(summary_line(chain.head.number, time.monotonic() - started))
             except OSError as exc:
                 raise ConfigError(f"{exc.filename}: {exc.strerror}") from None
             except ChainFileError as exc:

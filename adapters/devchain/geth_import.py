@@ -9,6 +9,7 @@ finalized blocks.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,16 @@ def read_forkchoice(path: Path) -> dict[str, str]:
 
 
 def import_geth_chain(
-    genesis_path: Path, chain_path: Path | None = None, forkchoice_path: Path | None = None
+    genesis_path: Path,
+    chain_path: Path | None = None,
+    forkchoice_path: Path | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LocalChain:
-    """A chain holding the genesis and every block of the chain file (if any), executed."""
+    """A chain holding the genesis and every block of the chain file (if any), executed.
+
+    ``progress(done, total)`` is called after each block.
+    """
     genesis = read_geth_genesis(genesis_path)
     raw_blocks = split_rlp_items(chain_path.read_bytes()) if chain_path else []
     summaries = [summarize(raw) for raw in raw_blocks]
@@ -97,6 +105,8 @@ def import_geth_chain(
                 f"({chain.canonical[0].hash}) nor an earlier block of the file"
             )
         chain.adopt(chain.import_evm_block(block))
+        if progress is not None:
+            progress(summary.number - summaries[0].number + 1, len(summaries))
     if forkchoice_path is not None:
         apply_forkchoice(chain, read_forkchoice(forkchoice_path))
     return chain
