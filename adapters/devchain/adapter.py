@@ -163,7 +163,7 @@ class DevChainAdapter(ChainAdapter):
                         progress=TerminalProgress(),
                     )
                 )
-                log.info(summary_line(chain.head.number, time.monotonic() - started))
+                log.debug(summary_line(chain.head.number, time.monotonic() - started))
             except OSError as exc:
                 raise ConfigError(f"{exc.filename}: {exc.strerror}") from None
             except ChainFileError as exc:
