@@ -459,6 +459,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     # Started here, outside the server's nursery, so that a configuration error (an upstream on the
     # wrong chain, a bad keystore passphrase) reaches the user as one clear line.
     await broker.start_adapters()
+    _log_signing_accounts(broker)
     async with trio.open_nursery() as nursery:
         try:
             await nursery.start(broker.serve, host, port)
@@ -507,6 +508,23 @@ async def _work(args: argparse.Namespace, config: Config) -> None:
                 worker.shutdown()
                 nursery.cancel_scope.deadline = trio.current_time() + 5
                 break
+
+
+def _log_signing_accounts(broker: Broker) -> None:
+    """Say, per network, whether sessions there can sign (a deployment on upstream networks
+    holds no keys unless [accounts] gives some: its sessions then offer no signing methods)."""
+    for network in broker.networks:
+        holder = broker.networks.accounts_for(network.chain)
+        count = len(holder.accounts(network.chain)) if holder is not None else 0
+        if count:
+            log.info("network %s (%s): %d signing accounts", network.name, network.chain, count)
+        else:
+            log.info(
+                "network %s (%s): no signing accounts, so sessions there offer no signing "
+                "methods (configure [accounts] to sign)",
+                network.name,
+                network.chain,
+            )
 
 
 def _bind_error(group: BaseExceptionGroup[OSError], host: str, port: int) -> str:
