@@ -4,8 +4,10 @@ a real broker beside the dev chain: its methods over HTTP, in rpc.discover, thro
 from __future__ import annotations
 
 import json
+import logging
 import re
 
+import pytest
 import trio
 
 from broker.config import Config
@@ -43,3 +45,17 @@ async def test_a_third_party_chain_is_served_beside_the_dev_chain() -> None:
     text = json.dumps(document)
     refs = set(re.findall(r'"#/components/schemas/([^"]+)"', text))
     assert refs <= set(schemas), refs - set(schemas)
+
+
+def test_start_up_says_which_networks_can_sign(caplog: pytest.LogCaptureFixture) -> None:
+    from broker.cli import _log_signing_accounts, build_broker, parser
+
+    broker = build_broker(parser().parse_args(["serve", "--port", "0"]), CONFIG)
+    trio.run(broker.start_adapters)
+    with caplog.at_level(logging.INFO, logger="scopecast"):
+        _log_signing_accounts(broker)
+    lines = [r.getMessage() for r in caplog.records]
+    assert "network dev (eip155:1337): 10 signing accounts" in lines
+    assert any(
+        line.startswith("network ledger (ledger:demo): no signing accounts") for line in lines
+    )
