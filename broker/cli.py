@@ -459,12 +459,12 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
     # Started here, outside the server's nursery, so that a configuration error (an upstream on the
     # wrong chain, a bad keystore passphrase) reaches the user as one clear line.
     await broker.start_adapters()
-    _log_signing_accounts(broker)
     async with trio.open_nursery() as nursery:
         try:
             await nursery.start(broker.serve, host, port)
         except* OSError as group:
             raise ConfigError(_bind_error(group, host, port)) from None
+        _log_signing_accounts(broker)
         freeze_startup_objects()
         operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
         _print_endpoints(broker, host, operator=operator)
