@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 import trio
+from eth_account import Account as EthAccount
+from eth_utils.address import to_checksum_address
 
 from adapters._options import decode_options
 from adapters.base import (
@@ -57,10 +59,41 @@ WRITE_METHODS: Final[dict[str, str]] = {
     "evm_mine": "_evm_mine",
     "evm_snapshot": "_evm_snapshot",
     "evm_revert": "_evm_revert",
+    # What anvil and hardhat users expect of a dev node (the dev accounts' keys are public).
+    "eth_accounts": "_eth_accounts",
+    "eth_sendTransaction": "_send_transaction",
+    "evm_increaseTime": "_increase_time",
+    "evm_setNextBlockTimestamp": "_set_next_block_timestamp",
+    "evm_setAutomine": "_set_automine",
+    "anvil_setBalance": "_set_balance",
+    "hardhat_setBalance": "_set_balance",
 }
 
 
 _METHODS: Final = frozenset(READ_METHODS) | frozenset(WRITE_METHODS)
+
+
+_ESTIMATE_FIELDS: Final = frozenset(
+    {"from", "to", "value", "data", "input", "gasPrice", "maxFeePerGas", "maxPriorityFeePerGas"}
+)
+
+
+def _transaction_request(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not isinstance(value.get("from"), str):
+        raise schema.ArgumentError("transaction must be an object with a from address")
+    for key, field in value.items():
+        if key in ("accessList", "authorizationList", "type"):
+            continue
+        if field is not None and not isinstance(field, str):
+            raise schema.ArgumentError(f"{key} must be a hex string")
+    return value
+
+
+def _seconds(value: Any) -> int:
+    """A number of seconds, as a JSON number (hardhat) or a hex quantity (viem, anvil)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return schema.decode_quantity(value)
 
 
 class _NonceReader:
@@ -115,6 +148,7 @@ class DevChainAdapter(ChainAdapter):
         self._snapshots: dict[int, str] = {}
         self._pending: tuple[tuple[str, tuple[bytes, ...]], BlockRecord] | None = None
         self._next_snapshot = 1
+        self._automine = self.options.block_time == 0
 
     # ----------------------------------------------------------------------------------------------
     # Lifecycle
@@ -275,11 +309,93 @@ class DevChainAdapter(ChainAdapter):
                 self._pool.add(tx, sender)
             except TxRejected as exc:
                 raise ServerError(str(exc)) from None
-            if self.options.block_time == 0:
+            if self._automine:
                 await self._mine_locked()
                 if self._pool.get(tx.hash) is None and data(tx.hash) not in chain.transactions:
                     raise ServerError("transaction rejected while building the block")
         return data(tx.hash)
+
+    # -- what anvil and hardhat offer ---------------------------------------------------------
+
+    async def _eth_accounts(self, raw: msgspec.Raw) -> list[str]:
+        positional(raw, 0)
+        return [account.hex_address for account in self._accounts]
+
+    async def _send_transaction(self, raw: msgspec.Raw) -> str:
+        """Fill in, sign with the dev account named ``from``, and submit (as anvil does)."""
+        params = positional(raw, 1)
+        request = argument(params, 0, _transaction_request)
+        sender = next((a for a in self._accounts if a.hex_address == request["from"].lower()), None)
+        if sender is None:
+            raise ServerError("unknown account")
+        fields = await self._fill_transaction(request)
+        signed = EthAccount.sign_transaction(fields, sender.key.to_bytes()).raw_transaction
+        return await self._send_raw_transaction(
+            msgspec.Raw(msgspec.json.encode(["0x" + bytes(signed).hex()]))
+        )
+
+    async def _fill_transaction(self, request: dict[str, Any]) -> dict[str, Any]:
+        async def read(method: str, *args: Any) -> Any:
+            result = await self._handlers[method](msgspec.Raw(msgspec.json.encode(list(args))))
+            return msgspec.json.decode(result) if isinstance(result, msgspec.Raw) else result
+
+        fields: dict[str, Any] = {
+            "chainId": self.chain_id,
+            "value": int(request.get("value", "0x0"), 16),
+            "data": request.get("data", request.get("input", "0x")),
+        }
+        if request.get("to") is not None:
+            fields["to"] = to_checksum_address(request["to"])
+        nonce = request.get("nonce") or await read(
+            "eth_getTransactionCount", request["from"], "pending"
+        )
+        fields["nonce"] = int(nonce, 16)
+        if "gasPrice" in request:
+            fields["gasPrice"] = int(request["gasPrice"], 16)
+        else:
+            base_fee = int(
+                (await read("eth_getBlockByNumber", "latest", False))["baseFeePerGas"], 16
+            )
+            priority = int(request.get("maxPriorityFeePerGas", hex(10**9)), 16)
+            fields["maxPriorityFeePerGas"] = priority
+            fields["maxFeePerGas"] = int(
+                request.get("maxFeePerGas", hex(2 * base_fee + priority)), 16
+            )
+        gas = request.get("gas") or request.get("gasLimit")
+        if gas is None:
+            estimate = {k: v for k, v in request.items() if k in _ESTIMATE_FIELDS}
+            gas = await read("eth_estimateGas", estimate, "pending")
+        fields["gas"] = int(gas, 16)
+        return fields
+
+    async def _increase_time(self, raw: msgspec.Raw) -> int:
+        params = positional(raw, 1)
+        seconds = argument(params, 0, _seconds)
+        async with self._lock:
+            self.chain.time_offset += seconds
+            return self.chain.time_offset
+
+    async def _set_next_block_timestamp(self, raw: msgspec.Raw) -> None:
+        params = positional(raw, 1)
+        timestamp = argument(params, 0, _seconds)
+        async with self._lock:
+            latest = self.chain.head.timestamp
+            if timestamp <= latest:
+                raise ServerError(
+                    f"timestamp {timestamp} is not after the latest block's ({latest})"
+                )
+            self.chain.next_block_timestamp = timestamp
+
+    async def _set_automine(self, raw: msgspec.Raw) -> None:
+        params = positional(raw, 1)
+        self._automine = argument(params, 0, schema.decode_bool)
+
+    async def _set_balance(self, raw: msgspec.Raw) -> None:
+        params = positional(raw, 2)
+        address = argument(params, 0, schema.decode_address)
+        balance = argument(params, 1, schema.decode_quantity)
+        async with self._lock:
+            self.chain.set_balance(address, balance)
 
     async def _evm_mine(self, raw: msgspec.Raw) -> str:
         params = positional(raw, 0, 1)

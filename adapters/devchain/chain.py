@@ -73,6 +73,12 @@ class LocalChain:
         self.version = 0
         self.reorgs = 0
         self._epoch: tuple[int, CacheEpoch] | None = None
+        #: Head states changed by dev methods (anvil_setBalance): block hash → state root.
+        self._state_roots: dict[str, bytes] = {}
+        #: Seconds added to the wall clock for new blocks (evm_increaseTime), and the exact
+        #: timestamp of the next block, if set (evm_setNextBlockTimestamp).
+        self.time_offset = 0
+        self.next_block_timestamp: int | None = None
         genesis = evm.get_canonical_block_by_number(BlockNumber(0))
         self.adopt(self._render(genesis))
 
@@ -136,6 +142,10 @@ class LocalChain:
             self.transactions[tx.hash] = tx
         self.logs.append(record.number, record.logs)
         self._last_timestamp = max(self._last_timestamp, record.timestamp)
+        if self.next_block_timestamp is not None and record.timestamp >= self.next_block_timestamp:
+            # Time goes on from the timestamp asked for, as in hardhat and anvil.
+            self.time_offset = record.timestamp - int(time.time())
+            self.next_block_timestamp = None
         self.version += 1
         return orphaned
 
@@ -176,18 +186,34 @@ class LocalChain:
         return self.evm.get_vm_class_for_block_number(BlockNumber(number))
 
     def header(self, record: BlockRecord) -> BlockHeaderAPI:
-        return self.evm.get_block_header_by_hash(Hash32(bytes.fromhex(record.hash[2:])))
+        """The block's header, with the state a dev method set since it was mined, if any (its
+        state root is then that state's: reads and the next block start from it)."""
+        header = self.evm.get_block_header_by_hash(Hash32(bytes.fromhex(record.hash[2:])))
+        root = self._state_roots.get(record.hash)
+        return header if root is None else header.copy(state_root=root)
+
+    def set_balance(self, address: bytes, balance: int) -> None:
+        """Give ``address`` ``balance`` wei in the head's state, at once (anvil_setBalance)."""
+        head = self.head
+        state = self.state(head)
+        state.set_balance(Address(address), balance)
+        state.persist()
+        self._state_roots[head.hash] = state.state_root
+        self.state_changed()
 
     def next_timestamp(self, parent: BlockRecord, requested: int | None = None) -> int:
         """A timestamp for a child of ``parent``: now, but later than any block built so far, so
         that a block rebuilt at the same height after a rewind never repeats an old hash."""
+        if requested is None:
+            requested = self.next_block_timestamp
         if requested is not None:
             return max(requested, parent.timestamp + 1)
-        return max(int(time.time()), parent.timestamp + 1, self._last_timestamp + 1)
+        now = int(time.time()) + self.time_offset
+        return max(now, parent.timestamp + 1, self._last_timestamp + 1)
 
     def child_header(self, parent: BlockRecord, timestamp: int) -> BlockHeaderAPI:
         """The header template of the next block on ``parent``."""
-        parent_header = self.header(parent)
+        parent_header = self.evm.get_block_header_by_hash(Hash32(bytes.fromhex(parent.hash[2:])))
         vm_class = self.vm_class(parent.number + 1)
         params: dict[str, Any] = {
             "timestamp": timestamp,
@@ -195,6 +221,8 @@ class LocalChain:
             "coinbase": ZERO_ADDRESS,
             "mix_hash": os.urandom(32),  # prevrandao; also keeps rebuilt blocks distinct
         }
+        if parent.hash in self._state_roots:  # a dev method changed the parent's state
+            params["state_root"] = self._state_roots[parent.hash]
         if issubclass(vm_class, CancunVM):
             params["parent_beacon_block_root"] = ZERO_HASH32
         return self.evm.create_header_from_parent(parent_header, **params)

@@ -232,6 +232,38 @@ NODE_METHODS: Final[dict[str, MethodDoc]] = {
 }
 
 DEV_METHODS: Final[dict[str, MethodDoc]] = {
+    "eth_sendTransaction": _doc(
+        "Fill in (nonce, gas, fees), sign with the dev account named from, and submit (dev chain)",
+        (ParamDoc("transaction", ref("CallRequest")),),
+        _H,
+        SERVER_ERROR,
+    ),
+    "evm_increaseTime": _doc(
+        "Move the clock of the next blocks forward; answers the total seconds added (dev chain)",
+        (ParamDoc("seconds", {"oneOf": [_Q, {"type": "integer", "minimum": 0}]}),),
+        {"type": "integer"},
+    ),
+    "evm_setNextBlockTimestamp": _doc(
+        "The timestamp of the next block; time goes on from it (dev chain)",
+        (ParamDoc("timestamp", {"oneOf": [_Q, {"type": "integer", "minimum": 0}]}),),
+        {"type": "null"},
+        SERVER_ERROR,
+    ),
+    "evm_setAutomine": _doc(
+        "Mine each transaction at once (true) or on evm_mine only (false) (dev chain)",
+        (ParamDoc("enabled", {"type": "boolean"}),),
+        {"type": "null"},
+    ),
+    "anvil_setBalance": _doc(
+        "Set an account's balance in the head state, at once (dev chain)",
+        (ParamDoc("address", _A), ParamDoc("balance", _Q)),
+        {"type": "null"},
+    ),
+    "hardhat_setBalance": _doc(
+        "Set an account's balance in the head state, at once (dev chain)",
+        (ParamDoc("address", _A), ParamDoc("balance", _Q)),
+        {"type": "null"},
+    ),
     "evm_mine": _doc(
         "Mine one block now (dev chain)", (ParamDoc("timestamp", _Q, False),), {"type": "string"}
     ),
