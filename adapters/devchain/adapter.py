@@ -31,7 +31,13 @@ from adapters.base import (
 from adapters.evm import cache_rules
 from adapters.evm.openrpc import evm_docs
 from schemas import eth as schema
-from schemas.errors import ConfigError, InvalidParams, MethodNotFound, ServerError
+from schemas.errors import (
+    ConfigError,
+    InvalidParams,
+    MethodNotFound,
+    ServerError,
+    invalid_argument,
+)
 
 from . import demo
 from ._options import DevChainOptions
@@ -42,7 +48,7 @@ from .formatting import data, quantity
 from .genesis import read_geth_genesis
 from .geth_import import ChainFileError, import_geth_chain
 from .methods import READ_METHODS, Handler, ReadMethods
-from .params import argument, positional
+from .params import argument, optional_argument, positional
 from .progress import TerminalProgress, summary_line
 from .records import BlockRecord
 from .txpool import Account, PooledTx, TxPool, TxRejected, check_transaction
@@ -67,6 +73,8 @@ WRITE_METHODS: Final[dict[str, str]] = {
     "evm_setAutomine": "_set_automine",
     "anvil_setBalance": "_set_balance",
     "hardhat_setBalance": "_set_balance",
+    "anvil_mine": "_mine_blocks",
+    "hardhat_mine": "_mine_blocks",
 }
 
 
@@ -389,6 +397,18 @@ class DevChainAdapter(ChainAdapter):
     async def _set_automine(self, raw: msgspec.Raw) -> None:
         params = positional(raw, 1)
         self._automine = argument(params, 0, schema.decode_bool)
+
+    async def _mine_blocks(self, raw: msgspec.Raw) -> None:
+        """``[blocks, interval]``: mine ``blocks`` (default 1), ``interval`` seconds apart."""
+        params = positional(raw, 0, 2)
+        blocks = optional_argument(params, 0, _seconds, 1)
+        interval = optional_argument(params, 1, _seconds, 1)
+        if not 1 <= blocks <= MAX_MINE_BLOCKS:
+            raise invalid_argument(0, f"mine between 1 and {MAX_MINE_BLOCKS} blocks")
+        async with self._lock:
+            record = await self._mine_locked()
+            for _ in range(blocks - 1):
+                record = await self._mine_locked(timestamp=record.timestamp + max(interval, 1))
 
     async def _set_balance(self, raw: msgspec.Raw) -> None:
         params = positional(raw, 2)

@@ -254,6 +254,16 @@ DEV_METHODS: Final[dict[str, MethodDoc]] = {
         (ParamDoc("enabled", {"type": "boolean"}),),
         {"type": "null"},
     ),
+    "anvil_mine": _doc(
+        "Mine blocks now, interval seconds apart (dev chain)",
+        (ParamDoc("blocks", _Q, False), ParamDoc("interval", _Q, False)),
+        {"type": "null"},
+    ),
+    "hardhat_mine": _doc(
+        "Mine blocks now, interval seconds apart (dev chain)",
+        (ParamDoc("blocks", _Q, False), ParamDoc("interval", _Q, False)),
+        {"type": "null"},
+    ),
     "anvil_setBalance": _doc(
         "Set an account's balance in the head state, at once (dev chain)",
         (ParamDoc("address", _A), ParamDoc("balance", _Q)),

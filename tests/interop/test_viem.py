@@ -26,3 +26,13 @@ async def test_watch_blocks_and_events_and_read_over_http(node: RunningBroker) -
         for head in observed["heads"]:
             reply = await node.rpc("eth_getBlockByNumber", [hex(int(head["number"])), False])
             assert reply["result"]["hash"] == head["hash"]
+
+
+async def test_viem_test_and_wallet_clients_as_a_hardhat_user(node: RunningBroker) -> None:
+    """eth_accounts, eth_sendTransaction, setBalance, increaseTime, setNextBlockTimestamp,
+    setAutomine through viem; see ``viem_test_client.mjs``."""
+    with trio.fail_after(60):
+        run = await run_node_script("viem_test_client.mjs", {"http": node.http_url()})
+    assert run.ok, run.explain()
+    assert run.report is not None
+    assert run.report["checks"] >= 10

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -208,6 +209,36 @@ async def test_http_provider_reads_blocks_transactions_receipts_and_logs(
 ) -> None:
     with trio.fail_after(30):
         await trio.to_thread.run_sync(exercise_http, node.http_url(), abandon_on_cancel=True)
+
+
+def exercise_dev_node(url: str) -> None:
+    """What a hardhat user does with web3.py: the node's accounts send, time moves, balances set."""
+    w3 = Web3(HTTPProvider(url, request_kwargs={"timeout": 10}))
+    accounts = w3.eth.accounts
+    assert len(accounts) == 10
+    before = w3.eth.get_balance(accounts[2])
+    tx_hash = w3.eth.send_transaction({"from": accounts[1], "to": accounts[2], "value": 10**18})
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=10)
+    assert receipt["status"] == 1
+    assert receipt["gasUsed"] == 21_000
+    assert w3.eth.get_balance(accounts[2]) == before + 10**18
+    fees = w3.eth.fee_history(3, "latest", [25, 75])
+    assert len(fees["baseFeePerGas"]) == 4
+    assert w3.eth.max_priority_fee > 0
+    assert w3.eth.estimate_gas({"from": accounts[1], "to": accounts[2], "value": 1}) == 21_000
+    assert w3.eth.get_transaction_count(accounts[1]) >= 1
+    wall = int(time.time())
+    w3.provider.make_request("evm_increaseTime", [3600])
+    w3.provider.make_request("evm_mine", [])
+    assert w3.eth.get_block("latest")["timestamp"] >= wall + 3600 - 1
+    rich = Web3.to_checksum_address("0x" + "cd" * 20)
+    w3.provider.make_request("hardhat_setBalance", [rich, hex(5 * 10**18)])
+    assert w3.eth.get_balance(rich) == 5 * 10**18
+
+
+async def test_http_provider_on_the_dev_node_as_a_hardhat_user(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        await trio.to_thread.run_sync(exercise_dev_node, node.http_url(), abandon_on_cancel=True)
 
 
 # --------------------------------------------------------------------------------------------------
