@@ -1,0 +1,234 @@
+"""Every example in README.md and docs/*.md is run against a real server, so the docs stay true.
+
+The convention, for whoever writes an example:
+
+- A fenced block is run unless the HTML comment ``<!-- doc-test: not run (why) -->`` stands on the
+  line just before it (invisible on the rendered page). Every block is either run or says why not.
+- ``sh`` blocks of ``curl`` commands to ``localhost:8545``: each is sent to a dev-chain server
+  (``scopecast serve --block-time 0``); the reply must be a JSON-RPC success, and when the next
+  block is ``json`` it is the reply shown, compared as JSON.
+- ``json`` blocks of JSON-RPC requests (objects with ``jsonrpc``): sent in order over one
+  WebSocket; when the next block holds replies (objects with ``result``), they are compared.
+- ``json`` blocks of a bare call ``{"method", "params"}`` (the account methods): called over HTTP
+  on the dev network, which signs directly for its dev accounts; the next ``json`` block, when
+  it is not itself a call, is the result, compared.
+- ``toml`` blocks: scopecast configuration, loaded and checked as ``--config`` would be.
+- In a shown answer, the string ``"…"`` stands for any value (an expiry, a block hash).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+import trio_websocket
+
+from broker.config import load_config, network_specs
+from tests.support.inprocess import RunningBroker, running_broker
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.S | re.M)
+_SKIP = re.compile(r"<!-- doc-test: not run \((.+?)\) -->\s*$")
+ANY = "…"
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    kind: str
+    text: str
+    skipped: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(path: Path) -> list[Block]:
+    text = path.read_text()
+    found = []
+    for match in _FENCE.finditer(text):
+        indent = len(match.group(1))
+        body = "\n".join(line[indent:] for line in match.group(3).splitlines())
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        skip = _SKIP.search(before)
+        line = text[: match.start()].count("\n") + 1
+        found.append(Block(path, line, match.group(2), body, skip.group(1) if skip else None))
+    return found
+
+
+def all_blocks() -> list[Block]:
+    return [block for path in DOCS for block in blocks(path)]
+
+
+def matches(shown: Any, actual: Any) -> bool:
+    """``actual`` is what ``shown`` shows, ``"…"`` standing for any value."""
+    if shown == ANY:
+        return True
+    if isinstance(shown, dict) and isinstance(actual, dict):
+        return shown.keys() == actual.keys() and all(matches(shown[k], actual[k]) for k in shown)
+    if isinstance(shown, list) and isinstance(actual, list):
+        return len(shown) == len(actual) and all(map(matches, shown, actual))
+    return bool(shown == actual)
+
+
+def json_values(text: str) -> list[Any]:
+    """Every JSON value in ``text`` (a block may hold several, one after the other)."""
+    decoder, values, index = json.JSONDecoder(), [], 0
+    while index < len(text.rstrip()):
+        while text[index].isspace():
+            index += 1
+        value, index = decoder.raw_decode(text, index)
+        values.append(value)
+    return values
+
+
+def curl_calls(text: str) -> list[tuple[str, bytes]]:
+    """(path, body) of each ``curl ... -d BODY`` command of a block (a quoted body may span lines)."""
+    words = shlex.split(text.replace("\\\n", " "))
+    commands: list[list[str]] = []
+    for word in words:
+        if word == "curl":
+            commands.append([])
+        elif not commands:
+            raise AssertionError(f"not a curl command: {text!r}")
+        else:
+            commands[-1].append(word)
+    calls = []
+    for command in commands:
+        url = next(w for w in command if "localhost:8545" in w)
+        body = command[command.index("-d") + 1].encode()
+        calls.append((url.split("localhost:8545", 1)[1], body))
+    return calls
+
+
+def test_every_block_is_run_or_says_why_not() -> None:
+    runnable = {"sh", "json", "toml"}
+    unmarked = [b.where for b in all_blocks() if b.skipped is None and b.kind not in runnable]
+    assert unmarked == [], "mark them <!-- doc-test: not run (why) -->"
+
+
+def test_the_toml_examples_are_valid_configuration(tmp_path: Path) -> None:
+    for block in all_blocks():
+        if block.kind != "toml" or block.skipped:
+            continue
+        path = tmp_path / "example.toml"
+        path.write_text(block.text)
+        config = load_config(path)
+        if config.networks:
+            network_specs(config)  # every network names a chain and an adapter it can have
+
+
+class Runner:
+    def __init__(self, node: RunningBroker, http: httpx.AsyncClient) -> None:
+        self.node = node
+        self.http = http
+        self.ws: trio_websocket.WebSocketConnection | None = None
+
+    async def post(self, path: str, body: bytes) -> Any:
+        reply = await self.http.post(
+            f"{self.node.base}{path}", content=body, headers={"content-type": "application/json"}
+        )
+        return reply.json()
+
+    async def over_ws(self, request: Any) -> Any:
+        assert self.ws is not None
+        await self.ws.send_message(json.dumps(request))
+        while True:
+            message = json.loads(await self.ws.get_message())
+            if message.get("id") == request.get("id") and "method" not in message:
+                return message
+
+    async def run(self, block: Block, following: Block | None) -> list[str]:
+        """The mismatches of one block (empty: it holds)."""
+        shown = json_values(following.text) if following and following.kind == "json" else None
+        if block.kind == "sh":
+            replies = [await self.post(path, body) for path, body in curl_calls(block.text)]
+            return self.compare(block, replies, shown, envelope=True)
+        values = json_values(block.text)
+        if all(isinstance(v, dict) and "jsonrpc" in v and "method" in v for v in values):
+            replies = [await self.over_ws(v) for v in values]
+            return self.compare(block, replies, shown, envelope=True)
+        if all(isinstance(v, dict) and set(v) == {"method", "params"} for v in values):
+            results = []
+            for value in values:
+                reply = await self.post(
+                    "/v3/dev", json.dumps({"jsonrpc": "2.0", "id": 1, **value}).encode()
+                )
+                if "error" in reply:
+                    return [f"{block.where}: {value['method']} failed: {reply['error']}"]
+                results.append(reply["result"])
+            is_call = shown is not None and all(
+                isinstance(v, dict) and "method" in v for v in shown
+            )
+            return self.compare(block, results, None if is_call else shown, envelope=False)
+        return [f"{block.where}: a json block that is neither requests nor calls (mark it)"]
+
+    @staticmethod
+    def compare(
+        block: Block, replies: list[Any], shown: list[Any] | None, *, envelope: bool
+    ) -> list[str]:
+        problems = []
+        if envelope:
+            problems += [f"{block.where}: error {r['error']}" for r in replies if "error" in r]
+        if shown is not None and not (
+            len(shown) == len(replies) and all(map(matches, shown, replies))
+        ):
+            problems.append(f"{block.where}: shown {shown!r}\n  got {replies!r}")
+        return problems
+
+
+async def test_the_examples_answer_as_shown() -> None:
+    problems: list[str] = []
+    with trio.fail_after(120):
+        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as http:
+            runner = Runner(node, http)
+            async with trio_websocket.open_websocket_url(
+                node.ws_url(), extra_headers=[(b"Origin", b"https://docs.example")]
+            ) as ws:
+                runner.ws = ws
+                for path in DOCS:
+                    found = blocks(path)
+                    answers: set[int] = set()
+                    for index, block in enumerate(found):
+                        if block.skipped or block.kind not in ("sh", "json") or index in answers:
+                            continue
+                        following = found[index + 1] if index + 1 < len(found) else None
+                        if (
+                            following is not None
+                            and following.skipped is None
+                            and following.kind == "json"
+                            and not _is_request(following)
+                        ):
+                            answers.add(index + 1)
+                        problems += await runner.run(
+                            block, following if index + 1 in answers else None
+                        )
+    assert problems == [], "\n".join(problems)
+
+
+def _is_request(block: Block) -> bool:
+    values = json_values(block.text)
+    return all(isinstance(v, dict) and "method" in v for v in values)
+
+
+@pytest.mark.parametrize(
+    ("shown", "actual", "expected"),
+    [
+        ({"a": ANY, "b": [1, 2]}, {"a": "x", "b": [1, 2]}, True),
+        ({"a": ANY}, {"a": "x", "b": 1}, False),
+        ([1, ANY], [1, {"deep": True}], True),
+        ("0x1", "0x2", False),
+    ],
+)
+def test_the_comparison(shown: Any, actual: Any, expected: bool) -> None:
+    assert matches(shown, actual) is expected
