@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,3 +323,71 @@ async def test_redis_unreachable_at_start_is_waited_for(upstream: Upstream) -> N
             assert await redis_command(later.port, "GET", LEASE) == b"$-1\r\n"
     finally:
         later.close()
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+async def _lease_pid_when_held(redis: RedisServer) -> int:
+    for _ in range(600):  # the caller's fail_after bounds it
+        reply = await redis_command(redis.port, "GET", LEASE)
+        if not reply.startswith(b"$-1"):
+            return await lease_holder_pid(redis)
+        await trio.sleep(0.05)
+    raise AssertionError("no worker took the lease")
+
+
+async def test_the_readme_fail_over_recipe_survives_killing_the_leader(
+    upstream: Upstream, redis_process: RedisServer
+) -> None:
+    """README "Running it locally": workers in `while :; do scopecast worker; sleep 1; done` loops
+    (outside honcho, which would stop the fleet): killing the leader hands over to the other worker,
+    loses no head, and the loop starts the killed one again."""
+    scopecast = Path(sys.executable).with_name("scopecast")
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_process.url,
+        "SCOPECAST_CONFIG": str(upstream.config),
+    }
+    loop = f"while :; do {scopecast} worker; sleep 1; done"
+    heads: Collector[Head] = Collector()
+    loops = []
+    try:
+        with trio.fail_after(90):
+            for _ in range(2):
+                loops.append(
+                    await trio.lowlevel.open_process(
+                        ["bash", "-c", loop],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+            web = upstream.web(redis_process.url)
+            await web.start()
+            leader = await _lease_pid_when_held(redis_process)
+            async with dapp(web.ws_url()) as conn, trio.open_nursery() as nursery:
+                nursery.start_soon(follow_heads, conn, heads)
+                await heads.wait_for(3)
+                os.kill(leader, signal.SIGKILL)
+                await heads.wait_for(len(heads.items) + 8)  # the standby leads, heads go on
+                successor = await lease_holder_pid(redis_process)
+                assert successor != leader
+                nursery.cancel_scope.cancel()
+            assert [loop.returncode for loop in loops] == [None, None]  # the loops live on
+            for _ in range(100):  # and the one whose worker died starts another
+                workers = [pid for loop in loops for pid in _children(loop.pid)]
+                if len(workers) == 2 and leader not in workers:
+                    break
+                await trio.sleep(0.1)
+            assert len(workers) == 2
+            assert leader not in workers
+    finally:
+        for process in loops:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+    assert_every_head_once_in_order(heads.items)
