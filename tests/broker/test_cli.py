@@ -12,6 +12,7 @@ import trio
 from broker import frames
 from broker.cli import build_broker, parser
 from broker.config import Config, ConfigError
+from tests.adapters.upstream.e2e import FIXTURES, needs_fixtures
 from tests.support.rawws import RawWebSocket
 
 SCOPECAST = str(Path(sys.executable).with_name("scopecast"))
@@ -152,3 +153,11 @@ def test_the_log_level_goes_before_or_after_the_command_and_version_is_known() -
     assert parser().parse_args(["serve"]).log_level == "INFO"
     version = subprocess.run([SCOPECAST, "--version"], capture_output=True, text=True, check=True)
     assert re.fullmatch(r"scopecast \d+\.\d+\.\d+\n", version.stdout)
+
+
+@needs_fixtures
+async def test_a_missing_chain_file_is_one_line(tmp_path: Path) -> None:
+    genesis = str(FIXTURES / "genesis.json")
+    missing = str(tmp_path / "no-such.rlp")
+    stderr = await mistake("serve", "--port", "0", "--genesis", genesis, "--chain-file", missing)
+    assert f"{missing}: No such file or directory".encode() in stderr
