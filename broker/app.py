@@ -213,11 +213,8 @@ class Broker:
         if self._started:
             return
         self._started = True
-        seen: set[int] = set()
-        for network in self.networks:
-            if id(network.adapter) not in seen:
-                seen.add(id(network.adapter))
-                await network.adapter.start()
+        for adapter in self.networks.chain_adapters():
+            await adapter.start()
         for accounts in self.networks.account_adapters():
             await accounts.start()
 
@@ -254,9 +251,9 @@ class Broker:
                     await self._serve_ready(listeners, bound, task_status)
                 outer.cancel_scope.cancel()  # the deadlines task: no connection is left
         finally:
-            for network in self.networks:
-                with trio.CancelScope(shield=True):
-                    await network.adapter.aclose()
+            with trio.CancelScope(shield=True):
+                for adapter in self.networks.chain_adapters():  # once each, as started
+                    await adapter.aclose()
 
     async def _serve_ready(
         self, listeners: list[trio.SocketListener], port: int, task_status: trio.TaskStatus[int]

@@ -56,6 +56,10 @@ class Networks:
         """The account adapter holding accounts on ``chain``, if any."""
         return self._accounts.get(chain)
 
+    def chain_adapters(self) -> list[ChainAdapter]:
+        """Every chain adapter once, though several networks may share one."""
+        return list({id(network.adapter): network.adapter for network in self}.values())
+
     def account_adapters(self) -> list[AccountAdapter]:
         return list(dict.fromkeys(self._accounts.values()))
 

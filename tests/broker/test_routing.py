@@ -1,8 +1,12 @@
 """URL routing (sans-io)."""
 
 import pytest
+import trio
 
+from broker.app import Broker
+from broker.networks import Network, Networks
 from broker.routing import Endpoint, Route, route
+from tests.support.fake_chain import CHAIN, FakeChain
 
 
 @pytest.mark.parametrize(
@@ -29,3 +33,30 @@ def test_known_paths(target: bytes, expected: Route) -> None:
 )
 def test_unknown_paths(target: bytes) -> None:
     assert route(target) is None
+
+
+class _CountingChain(FakeChain):
+    """A fake chain that counts how often it is started and closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts = 0
+        self.closes = 0
+
+    async def start(self) -> None:
+        self.starts += 1
+
+    async def aclose(self) -> None:
+        self.closes += 1
+
+
+async def test_an_adapter_shared_by_networks_starts_and_closes_once() -> None:
+    shared = _CountingChain()
+    broker = Broker(
+        Networks([Network("a", CHAIN, shared), Network("b", "eip155:2", shared)], default="a")
+    )
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.serve, "127.0.0.1", 0)
+            broker.shutdown()
+    assert (shared.starts, shared.closes) == (1, 1)
