@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import InvalidParams
+from broker.errors import InvalidParams, Unauthenticated
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
 from broker.sessions import Identity, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
@@ -25,11 +25,6 @@ if TYPE_CHECKING:
 
 
 DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
-
-
-class AdminUnauthorized(InvalidParams):
-    code = -32001
-    default_message = "missing or wrong admin token"
 
 
 def _object(params: msgspec.Raw) -> dict[str, Any]:
@@ -89,10 +84,10 @@ class AdminApi:
     async def respond(self, request: HttpRequest) -> HttpResponse:
         """Answer one operator request."""
         if self._token is None:
-            return json_error(401, AdminUnauthorized(DISABLED))
+            return json_error(401, Unauthenticated(DISABLED))
         auth = request.header(b"authorization") or b""
         if not hmac.compare_digest(auth, b"Bearer " + self._token):
-            return json_error(401, AdminUnauthorized())
+            return json_error(401, Unauthenticated("missing or wrong admin token"))
         if request.method != b"POST":
             return HttpResponse(405, b"method not allowed", [(b"allow", b"POST")])
         reply = await self._dispatcher.handle(request.body, self._context)

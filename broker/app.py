@@ -25,7 +25,7 @@ from broker.bus import EventBus, MemoryBus
 from broker.chain_calls import CachedChainCalls
 from broker.discover import ADMIN_METHODS
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import RpcError, ServerError
+from broker.errors import RpcError, ServerError, Unauthenticated
 from broker.events import ChainEvent, HeadEvent
 from broker.filters import FilterRegistry
 from broker.http import (
@@ -64,11 +64,6 @@ NOT_FOUND: Final = (
 JSON_RPC_CONTENT_TYPES: Final = frozenset(
     {b"application/json", b"application/json-rpc", b"application/jsonrequest"}
 )
-
-
-class Unauthenticated(ServerError):
-    code = -32001
-    default_message = "missing or unknown API key"
 
 
 Service = Callable[[trio.Nursery], Awaitable[None]]

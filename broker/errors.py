@@ -31,9 +31,6 @@ from schemas.errors import (
     NotificationsNotSupported as NotificationsNotSupported,
 )
 from schemas.errors import (
-    NotificationsUnsupported as NotificationsUnsupported,
-)
-from schemas.errors import (
     ParseError as ParseError,
 )
 from schemas.errors import (
@@ -44,6 +41,12 @@ from schemas.errors import (
 )
 from schemas.errors import (
     ServerError as ServerError,
+)
+from schemas.errors import (
+    SubscriptionsNeedWebSocket as SubscriptionsNeedWebSocket,
+)
+from schemas.errors import (
+    Unauthenticated as Unauthenticated,
 )
 from schemas.errors import (
     Unauthorized as Unauthorized,

@@ -23,8 +23,8 @@ from broker.dispatch import CallContext, Dispatcher
 from broker.errors import (
     InvalidParams,
     MethodNotFound,
-    NotificationsUnsupported,
     RpcError,
+    SubscriptionsNeedWebSocket,
     Unauthorized,
     UnknownSessionError,
 )
@@ -302,7 +302,7 @@ class SessionService:
         hub = self._broker.hub
         if request.method in ("eth_subscribe", "eth_unsubscribe"):
             if ctx.peer is None:
-                raise NotificationsUnsupported()
+                raise SubscriptionsNeedWebSocket()
             if request.method == "eth_subscribe":
                 if not is_notification_granted(
                     session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import NotificationsUnsupported
+from broker.errors import SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
     from broker.filters import FilterRegistry
@@ -26,12 +26,12 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
 
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
-            raise NotificationsUnsupported()
+            raise SubscriptionsNeedWebSocket()
         return hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
 
     async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
-            raise NotificationsUnsupported()
+            raise SubscriptionsNeedWebSocket()
         args = _decode(params)
         sub_id = args[0] if isinstance(args, list) and args else None
         return hub.unsubscribe(ctx.peer, sub_id)

@@ -57,9 +57,18 @@ class MethodNotFound(RpcError):
         super().__init__(f"the method {method} does not exist/is not available")
 
 
-class NotificationsUnsupported(RpcError):
+class SubscriptionsNeedWebSocket(RpcError):
+    """geth's answer to ``eth_subscribe`` over HTTP, which cannot carry notifications."""
+
     code = -32601
     default_message = "notifications not supported"
+
+
+class Unauthenticated(RpcError):
+    """No credential, or one that opens nothing (an API key, the operator's token)."""
+
+    code = -32001
+    default_message = "missing or unknown API key"
 
 
 class InvalidParams(RpcError):
