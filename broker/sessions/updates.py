@@ -26,7 +26,11 @@ def diff_sessions(old: Session | None, new: Session | None) -> ScopeUpdate:
     old_scopes = {} if old is None else old.scopes
     new_scopes = {} if new is None else new.scopes
     removed = tuple(chain for chain in old_scopes if chain not in new_scopes)
-    return ScopeUpdate(session=new, changed=dict(old_scopes) != dict(new_scopes), removed=removed)
+    # A session created again in the other CAIP-25 dialect is a change too: every tab must hear
+    # it, in the dialect its session now speaks.
+    redialected = old is not None and new is not None and old.dialect != new.dialect
+    changed = dict(old_scopes) != dict(new_scopes) or redialected
+    return ScopeUpdate(session=new, changed=changed, removed=removed)
 
 
 def update_scopes(

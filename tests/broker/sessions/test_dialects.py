@@ -239,3 +239,13 @@ def test_the_dialect_and_layout_survive_the_stored_form() -> None:
     assert stored.dialect == CURRENT
     assert stored.layout == session.layout
     assert create_result(stored) == create_result(session)
+
+
+def test_creating_the_session_again_in_the_other_dialect_is_a_change() -> None:
+    from broker.sessions import diff_sessions
+
+    current = granted(EXAMPLE_1, {})
+    legacy = msgspec.structs.replace(current, dialect=LEGACY, layout={})
+    assert diff_sessions(legacy, current).changed
+    assert diff_sessions(current, legacy).changed
+    assert not diff_sessions(current, current).changed
