@@ -20,7 +20,7 @@ import trio
 from adapters.base import SigningRequest
 from broker.errors import InvalidParams, UserRejected
 from broker.sessions import Identity, SessionRequest
-from schemas.caip import ScopeObject, parse_account_id
+from schemas.caip import ScopeObject, normalize_address, parse_account_id
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +61,24 @@ class PendingApproval:
         }
 
 
+def _canonical(chain: str, addresses: Sequence[str]) -> list[str]:
+    """``addresses`` in ``chain``'s canonical form (CAIP-10 rules: EVM lowercase, base58 and the
+    other case-sensitive forms as given); ones that are not addresses there are dropped."""
+    canonical = []
+    for address in addresses:
+        try:
+            canonical.append(normalize_address(chain, address))
+        except ValueError:
+            continue
+    return canonical
+
+
 def auto_accounts(offer: SessionRequest, held: HeldAccounts) -> dict[str, list[str]]:
     """The accounts ``auto`` grants: requested ∩ held, else the first held account."""
     chosen: dict[str, list[str]] = {}
     for chain in offer.scopes:
-        wallet = [a.lower() for a in held(chain)]
-        requested = [a.lower() for a in offer.requested_addresses(chain)]
+        wallet = _canonical(chain, held(chain))
+        requested = _canonical(chain, offer.requested_addresses(chain))
         if requested:
             chosen[chain] = [a for a in requested if a in wallet]
         else:
@@ -88,13 +100,14 @@ def _operator_accounts(
                 account = parse_account_id(item)
             except ValueError as exc:
                 raise InvalidParams(f"invalid account {item!r}: {exc}") from exc
-            chain, address = str(account.chain), account.address.lower()
-            targets = [chain] if chain in chosen else []
+            named = {str(account.chain): account.address}
         else:
-            address = item.lower()
-            targets = list(chosen)
-        for chain in targets:
-            if address in (a.lower() for a in held(chain)) and address not in chosen[chain]:
+            named = {chain: item for chain in chosen}
+        for chain, given in named.items():
+            if chain not in chosen:
+                continue
+            address = next(iter(_canonical(chain, [given])), None)
+            if address in _canonical(chain, held(chain)) and address not in chosen[chain]:
                 chosen[chain].append(address)
     return chosen
 
