@@ -22,7 +22,6 @@ from broker.approvals import ApprovalPolicy
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import (
     InvalidParams,
-    MethodNotFound,
     RpcError,
     SubscriptionsNeedWebSocket,
     Unauthorized,
@@ -52,6 +51,7 @@ from broker.sessions import (
 )
 from broker.sessions.dialects import changed_params, create_result, get_result
 from broker.sessions.model import CURRENT, LEGACY
+from broker.signing import SigningGateway
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class SessionService:
         register("wallet_getSession", self._get)
         register("wallet_invokeMethod", self._invoke)
         register("wallet_revokeSession", self._revoke)
-        broker.dispatcher.add_fallback(self._account_method, self._account_methods)
+        self.signing = SigningGateway(broker.networks, broker.dispatcher, self.policy)
         broker.on_connect(self._track)
         broker.on_disconnect(self._untrack)
         broker.add_service(self._start)
@@ -324,38 +324,6 @@ class SessionService:
                 scoped, request.method, msgspec.Raw(msgspec.json.encode(inner))
             )
         return {"scope": request.scope, "result": {"method": request.method, "result": result}}
-
-    # -- account methods ------------------------------------------------------------------------
-
-    def _account_methods(self, chain: str) -> frozenset[str]:
-        adapter = self._networks.accounts_for(chain)
-        return frozenset() if adapter is None else adapter.methods(chain)
-
-    async def _account_method(
-        self, ctx: CallContext, chain: str, method: str, params: msgspec.Raw
-    ) -> Any:
-        adapter = self._networks.accounts_for(chain)
-        if adapter is None or method not in adapter.methods(chain):
-            raise MethodNotFound(method)
-        if ctx.accounts is not None:
-            permitted: Sequence[str] = ctx.accounts
-        elif ctx.network.direct_signing and ctx.network.chain == chain:
-            permitted = adapter.accounts(chain)
-        else:
-            raise Unauthorized()
-        args = _decode(params)
-        if not isinstance(args, list):
-            raise InvalidParams("non-array args")
-        request = adapter.prepare(chain, method, args, permitted)
-        await self.policy.approve_signature(self._identity(ctx), request)
-
-        async def read(read_method: str, read_params: list[Any]) -> Any:
-            result = await self._broker.dispatcher.call_chain(
-                ctx, chain, read_method, msgspec.Raw(msgspec.json.encode(read_params))
-            )
-            return _decode(result) if isinstance(result, msgspec.Raw) else result
-
-        return await adapter.execute(request, read)
 
     # -- telling connections ----------------------------------------------------------------------
 
