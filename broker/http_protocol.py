@@ -47,10 +47,15 @@ class HttpRequest:
     body: bytes = b""
 
     def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
+        return find_header(self.headers, name)
+
+
+def find_header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """The first value of the (lowercase) header ``name``, or None."""
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
 
 
 @dataclass(slots=True)
@@ -137,7 +142,6 @@ class HttpServerConnection:
         "_headers",
         "_in_message",
         "_incomplete_head",
-        "_keep_alive",
         "_outgoing",
         "_parser",
         "_ready",
@@ -151,7 +155,8 @@ class HttpServerConnection:
         self._body_limit = body_limit
         self._header_limit = header_limit
         self._parser = httptools.HttpRequestParser(self)
-        self._ready: list[Event] = []
+        #: Requests complete and not answered yet, each with whether the connection may stay open.
+        self._ready: list[tuple[RequestReceived | UpgradeRequested, bool]] = []
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._body = bytearray()
@@ -163,7 +168,6 @@ class HttpServerConnection:
         self._upgraded = False
         self._ended = False
         self._closing = False
-        self._keep_alive: list[bool] = []
         self.headers_complete = False
         """True from the end of a request's head to the end of its body (the body deadline runs)."""
 
@@ -191,11 +195,11 @@ class HttpServerConnection:
     def on_headers_complete(self) -> None:
         self.headers_complete = True
         self._incomplete_head = 0
-        length = self._header(b"content-length")
+        length = find_header(self._headers, b"content-length")
         if length is not None and length.isdigit() and int(length) > self._body_limit:
             self._refused = _too_large(self._body_limit)
             raise _Stop
-        expect = self._header(b"expect")
+        expect = find_header(self._headers, b"expect")
         if expect is not None and expect.lower() == b"100-continue":
             self._outgoing += _CONTINUE
 
@@ -211,16 +215,8 @@ class HttpServerConnection:
         request = HttpRequest(
             self._parser.get_method(), self._url, self._headers, bytes(self._body)
         )
-        self._keep_alive.append(
-            self._parser.should_keep_alive() and self._parser.get_http_version() == "1.1"
-        )
-        self._ready.append(RequestReceived(request))
-
-    def _header(self, name: bytes) -> bytes | None:
-        for key, value in self._headers:
-            if key == name:
-                return value
-        return None
+        keep_alive = self._parser.should_keep_alive() and self._parser.get_http_version() == "1.1"
+        self._ready.append((RequestReceived(request), keep_alive))
 
     # -- the interface ----------------------------------------------------------------------------
 
@@ -252,23 +248,18 @@ class HttpServerConnection:
     def _upgrade(self, trailing: bytes) -> None:
         # The request whose head asked to upgrade is the last one completed (llhttp reports the
         # message before pausing). Report it as an upgrade instead of a plain request.
-        for index in range(len(self._ready) - 1, -1, -1):
-            event = self._ready[index]
-            if isinstance(event, RequestReceived):
-                self._ready[index] = UpgradeRequested(event.request, trailing)
-                self._keep_alive[index] = False
-                return
-        # A head that asked to upgrade but whose message llhttp did not complete.
-        self._refused = refusal(400, "malformed upgrade request")
+        if not self._ready:  # a head that asked to upgrade, whose message llhttp did not complete
+            self._refused = refusal(400, "malformed upgrade request")
+            return
+        last, _ = self._ready[-1]
+        self._ready[-1] = (UpgradeRequested(last.request, trailing), False)
 
     def next_event(self) -> Event:
         """The next thing that happened on the connection, in order."""
         if self._closing:
             return ENDED
         if self._ready:
-            event = self._ready[0]
-            if isinstance(event, RequestReceived | UpgradeRequested):
-                return event
+            return self._ready[0][0]
         if self._refused is not None:
             self._closing = True
             return self._refused
@@ -283,8 +274,7 @@ class HttpServerConnection:
         """The bytes of the answer to the request :meth:`next_event` last reported."""
         keep_alive = False
         if self._ready:
-            self._ready.pop(0)
-            keep_alive = self._keep_alive.pop(0)
+            _, keep_alive = self._ready.pop(0)
         if not keep_alive:
             self._closing = True
         return serialize(response, keep_alive=keep_alive)

@@ -22,14 +22,10 @@ from adapters._options import decode_options
 from adapters.base import (
     BlockHandler,
     CacheEpoch,
-    ChainAdapter,
     ChainBlock,
-    Lifetime,
-    MethodDocs,
     NetworkSpec,
 )
-from adapters.evm import cache_rules
-from adapters.evm.openrpc import evm_docs
+from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (
     ConfigError,
@@ -126,7 +122,7 @@ def chain_id_of(caip2: str) -> int:
     return int(reference)
 
 
-class DevChainAdapter(ChainAdapter):
+class DevChainAdapter(EvmChainAdapter):
     """An embedded py-evm chain (the dev chain, or a geth genesis + chain file import).
 
     Options: ``block_time`` (seconds between blocks, with demo traffic on the dev chain; 0 mines on
@@ -261,15 +257,6 @@ class DevChainAdapter(ChainAdapter):
     def _check_chain(self, chain: str) -> None:
         if chain != self.spec.chain:
             raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
-
-    def method_docs(self, chain: str) -> MethodDocs:
-        return evm_docs(self.methods(chain))
-
-    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
-        return cache_rules.lifetime(method, params, head)
-
-    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
-        return cache_rules.kept(lifetime, answer)
 
     def cache_epoch(self, chain: str) -> CacheEpoch | None:
         return self.chain.epoch() if chain == self.spec.chain and self._chain is not None else None

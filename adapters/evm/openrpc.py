@@ -254,26 +254,6 @@ DEV_METHODS: Final[dict[str, MethodDoc]] = {
         (ParamDoc("enabled", {"type": "boolean"}),),
         {"type": "null"},
     ),
-    "anvil_mine": _doc(
-        "Mine blocks now, interval seconds apart (dev chain)",
-        (ParamDoc("blocks", _Q, False), ParamDoc("interval", _Q, False)),
-        {"type": "null"},
-    ),
-    "hardhat_mine": _doc(
-        "Mine blocks now, interval seconds apart (dev chain)",
-        (ParamDoc("blocks", _Q, False), ParamDoc("interval", _Q, False)),
-        {"type": "null"},
-    ),
-    "anvil_setBalance": _doc(
-        "Set an account's balance in the head state, at once (dev chain)",
-        (ParamDoc("address", _A), ParamDoc("balance", _Q)),
-        {"type": "null"},
-    ),
-    "hardhat_setBalance": _doc(
-        "Set an account's balance in the head state, at once (dev chain)",
-        (ParamDoc("address", _A), ParamDoc("balance", _Q)),
-        {"type": "null"},
-    ),
     "evm_mine": _doc(
         "Mine one block now (dev chain)", (ParamDoc("timestamp", _Q, False),), {"type": "string"}
     ),
@@ -284,6 +264,20 @@ DEV_METHODS: Final[dict[str, MethodDoc]] = {
         {"type": "boolean"},
     ),
 }
+_MINE = _doc(
+    "Mine blocks now, interval seconds apart (dev chain)",
+    (ParamDoc("blocks", _Q, False), ParamDoc("interval", _Q, False)),
+    {"type": "null"},
+)
+_SET_BALANCE = _doc(
+    "Set an account's balance in the head state, at once (dev chain)",
+    (ParamDoc("address", _A), ParamDoc("balance", _Q)),
+    {"type": "null"},
+)
+# anvil's and hardhat's names for the same methods
+for _prefix in ("anvil", "hardhat"):
+    DEV_METHODS[f"{_prefix}_mine"] = _MINE
+    DEV_METHODS[f"{_prefix}_setBalance"] = _SET_BALANCE
 
 ACCOUNT_METHODS: Final[dict[str, MethodDoc]] = {
     "personal_sign": _doc(

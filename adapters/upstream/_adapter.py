@@ -12,15 +12,11 @@ import trio
 from adapters._options import decode_options
 from adapters.base import (
     BlockHandler,
-    ChainAdapter,
     ChainBlock,
     IngestionStatistics,
-    Lifetime,
-    MethodDocs,
     NetworkSpec,
 )
-from adapters.evm import cache_rules
-from adapters.evm.openrpc import evm_docs
+from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
@@ -38,7 +34,7 @@ class NoUsableUpstream(ConfigError):
     """At start, no upstream of the network answered with the network's chain id."""
 
 
-class UpstreamAdapter(ChainAdapter):
+class UpstreamAdapter(EvmChainAdapter):
     """Forwards node methods to the configured upstreams and follows their chain head.
 
     Built from a ``[networks.<name>]`` table (see :class:`UpstreamOptions`); :meth:`start` checks
@@ -100,15 +96,6 @@ class UpstreamAdapter(ChainAdapter):
         if chain != self.spec.chain:
             return None
         return IngestionStatistics(blocks_without_logs=self.fetcher.blocks_without_logs)
-
-    def method_docs(self, chain: str) -> MethodDocs:
-        return evm_docs(self.methods(chain))
-
-    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
-        return cache_rules.lifetime(method, params, head)
-
-    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
-        return cache_rules.kept(lifetime, answer)
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> msgspec.Raw:
         """Forward one call; the upstream's ``result`` comes back as the node encoded it."""

@@ -4,21 +4,16 @@ often, every answer byte-identical to the uncached one."""
 
 from __future__ import annotations
 
+import json
 import random
-import re
 from typing import Any
 
 import httpx
 import trio
 
+from bench.replay import DEV_ACCOUNTS, MIX_METHODS, mix
 from tests.adapters.upstream.e2e import DEV_CHAIN, Client, mine, serve_broker, upstream_entry
 from tests.support.processes import ScopecastProcess, start_scopecast
-
-DEV_ACCOUNTS = [
-    "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
-    "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
-    "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
-]
 
 
 async def upstream_calls(http: httpx.AsyncClient, node: ScopecastProcess, method: str) -> int:
@@ -61,34 +56,6 @@ async def test_identical_concurrent_calls_reach_the_upstream_once(nursery: trio.
         assert after - before == 1
 
 
-def replay_mix(rng: random.Random, head: int, hashes: list[str]) -> list[tuple[str, list[Any]]]:
-    """Dapp traffic as it looks from a block explorer or a wallet: mostly recent blocks, receipts,
-    logs of recent ranges and balances at latest, many of them repeated."""
-    calls: list[tuple[str, list[Any]]] = []
-    for _ in range(1000):
-        kind = rng.random()
-        number = max(0, head - int(rng.expovariate(0.3)))
-        if kind < 0.25:
-            calls.append(("eth_getBlockByNumber", [hex(number), rng.random() < 0.3]))
-        elif kind < 0.35:
-            calls.append(("eth_getBlockByNumber", ["latest", False]))
-        elif kind < 0.5:
-            calls.append(("eth_getBlockByHash", [rng.choice(hashes), False]))
-        elif kind < 0.65:
-            start = max(0, number - rng.randrange(4))
-            calls.append(("eth_getLogs", [{"fromBlock": hex(start), "toBlock": hex(number)}]))
-        elif kind < 0.85:
-            calls.append(("eth_getBalance", [rng.choice(DEV_ACCOUNTS), "latest"]))
-        elif kind < 0.95:
-            calls.append(("eth_blockNumber", []))
-        else:
-            calls.append(("eth_chainId", []))
-    return calls
-
-
-MIX_METHODS = ("eth_getBlockByNumber", "eth_getBlockByHash", "eth_getLogs", "eth_getBalance")
-
-
 async def test_a_replayed_mix_reaches_the_upstream_less_than_half_as_often(
     nursery: trio.Nursery,
 ) -> None:
@@ -103,11 +70,15 @@ async def test_a_replayed_mix_reaches_the_upstream_less_than_half_as_often(
         async with httpx.AsyncClient() as http:
             direct = Client(http, node.http_url())
             head = int(bytes((await direct.call("eth_blockNumber")).result)[1:-1], 16)
-            hashes = []
-            for number in range(head + 1):
-                block = await direct.call("eth_getBlockByNumber", [hex(number), False])
-                hashes.append(re.search(rb'"hash":"(0x[0-9a-f]+)"', bytes(block.result)).group(1))
-            calls = replay_mix(random.Random(5), head, [h.decode() for h in hashes])
+            blocks = [
+                json.loads(
+                    bytes((await direct.call("eth_getBlockByNumber", [hex(n), False])).result)
+                )
+                for n in range(head + 1)
+            ]
+            hashes = [block["hash"] for block in blocks]
+            receipts = [tx for block in blocks for tx in block["transactions"]]
+            calls = mix(random.Random(5), head, hashes, receipts, 1000)
             counted = {}
             replies = {}
             for name, served in (("plain", plain), ("cached", cached)):
