@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Final
+from urllib.parse import unquote
 
 import msgspec
 import trio
@@ -21,7 +22,7 @@ import wsproto.events as wse
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import discover, frames, stream_methods
-from broker.bus import EventBus, MemoryBus
+from broker.bus import EventBus, MemoryBus, Position
 from broker.chain_calls import CachedChainCalls
 from broker.discover import ADMIN_METHODS
 from broker.dispatch import CallContext, Dispatcher
@@ -44,6 +45,8 @@ from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
 from broker.networks import Networks
 from broker.response_cache import ResponseStore
+from broker.resume import MemoryResumeStore, ResumeKeeper
+from broker.resume._keeper import resumed_message
 from broker.routing import Endpoint, route
 from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
@@ -84,6 +87,19 @@ async def _not_ready(request: HttpRequest) -> HttpResponse:
     response = json_error(503, ServerError(_NOT_READY))
     response.headers = [*(response.headers or []), *retry]
     return response
+
+
+_RELEASE_TIMEOUT: Final = 2.0
+
+
+def _query_value(target: bytes, name: bytes) -> str | None:
+    """The value of query parameter ``name`` in a request target (None: absent)."""
+    _, _, query = target.partition(b"?")
+    for pair in query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        if key == name:
+            return unquote(value.decode("latin-1"))
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -127,8 +143,15 @@ class Broker:
         self._shutdown = trio.Event()
         self._started = False
         self._handlers: trio.Nursery
-        self.bus = bus or MemoryBus()
+        self.bus = bus or MemoryBus(window=self.limits.resume_window)
         self.hub = SubscriptionHub(self.metrics)
+        #: Cursors and resume (None when ``resume_window`` is 0); its store is replaced by a
+        #: Redis one in a Redis deployment.
+        self.resume: ResumeKeeper | None = None
+        if self.limits.resume_window > 0:
+            self.resume = ResumeKeeper(
+                self.hub, self.bus, MemoryResumeStore(), window=self.limits.resume_window
+            )
         self.filters = FilterRegistry(self._get_logs)
         self._disconnect_hooks: list[Callable[[WebSocketConnection], None]] = [
             self.hub.drop_connection
@@ -183,19 +206,23 @@ class Broker:
             self._documents[ctx.network.name] = document
         return msgspec.Raw(document)
 
-    def _deliver(self, event: ChainEvent) -> None:
+    def _deliver(self, event: ChainEvent, position: Position) -> None:
         epochs = self.dispatcher.cache.epochs
         if isinstance(event, HeadEvent):
             epochs.on_head(event.chain, event.block.number, event.block.hash)
         elif event.removed:
             epochs.on_removed(event.chain)
-        self.hub.publish(event)
+        self.hub.publish(event, position)
         self.filters.on_event(event)
 
     async def _start_event_path(self, nursery: trio.Nursery) -> None:
         chains = [network.chain for network in self.networks]
-        await nursery.start(self.bus.serve_reader, chains, self._deliver)
+        started = await nursery.start(self.bus.serve_reader, chains, self._deliver)
+        for chain, position in started.items():
+            self.hub.positions.advance(chain, position)
         nursery.start_soon(self.filters.serve_expiry)
+        if self.resume is not None:
+            nursery.start_soon(self.resume.serve_flusher)
         if self._ingest:
             for network in self.networks:
                 ingestion = ChainIngestion(network.adapter, network.chain, self.bus, self.metrics)
@@ -264,7 +291,7 @@ class Broker:
                 await self._shutdown.wait()
                 accepting.cancel()
                 for conn in list(self.connections):
-                    conn.close(frames.CLOSE_GOING_AWAY, "server shutting down")
+                    handlers.start_soon(self._drain, conn)
                 handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
             services.cancel_scope.cancel()
 
@@ -294,6 +321,13 @@ class Broker:
     def shutdown(self) -> None:
         """Begin the graceful stop."""
         self._shutdown.set()
+
+    async def _drain(self, conn: WebSocketConnection) -> None:
+        """Let ``conn`` finish its calls, then close it with 1012 and its last cursor (where a
+        client resumes on another process with no gap)."""
+        await conn.finish_calls()
+        cursor = self.resume.last_cursor(conn) if self.resume is not None else None
+        conn.close(frames.CLOSE_SERVICE_RESTART, cursor or "server restarting")
 
     async def _accept(
         self,
@@ -394,6 +428,7 @@ class Broker:
     # -- WebSocket ------------------------------------------------------------------------------
 
     def _upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
+        resume_from = _query_value(request.target, b"resume")
         handshake = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
         try:
             handshake.initiate_upgrade_connection(request.headers, request.target)
@@ -402,9 +437,11 @@ class Broker:
             accept = handshake.send(wse.AcceptConnection())
         except (WsHandshakeError, RpcError) as exc:
             return HttpResponse(400, str(exc).encode())
-        return self._websocket_session(accept, context)
+        return self._websocket_session(accept, context, resume_from)
 
-    def _websocket_session(self, accept: bytes, context: CallContext) -> Upgrade:
+    def _websocket_session(
+        self, accept: bytes, context: CallContext, resume_from: str | None = None
+    ) -> Upgrade:
         async def run(stream: trio.SocketStream, trailing: bytes) -> None:
             await stream.send_all(accept)
             # The connection's calls and its flusher run in the handlers' nursery: a connection
@@ -416,15 +453,29 @@ class Broker:
                 context,
                 self.limits,
                 on_slow_consumer=self._slow_consumer,
+                settle=self.resume.settle if self.resume is not None else None,
             )
             self.connections.add(conn)
             self.metrics.connections.inc()
             try:
+                if resume_from is not None:
+                    if self.resume is not None:
+                        await self.resume.resume(conn, resume_from)
+                    else:
+                        conn.send_message(resumed_message(0, False))
+                # No await since the resume's last read: the hooks see every later change.
                 for hook in self._connection_hooks:
                     hook(conn)
                 await conn.serve(trailing)
             finally:
-                self._forget(conn)
+                try:
+                    if self.resume is not None:  # before _forget ends its subscriptions
+                        # Not shielded: a cancelled broker skips it (the record written at the
+                        # last subscription change stands, for longer).
+                        with trio.move_on_after(_RELEASE_TIMEOUT):
+                            await self.resume.release(conn)
+                finally:
+                    self._forget(conn)
 
         return run
 

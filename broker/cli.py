@@ -29,6 +29,7 @@ from broker.limits import Limits
 from broker.networks import Network, Networks
 from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
 from broker.redis_store import RedisSessionStore
+from broker.resume import RedisResumeStore
 from broker.session_service import SessionService
 from broker.status_server import serve_status
 from broker.worker import ChainLeaders, LeaseTiming, Worker
@@ -50,6 +51,8 @@ settings that matter for a deployment:
   --role web                          one of several web processes: events come from a
                                       `scopecast worker` through Redis; needs --redis-url and
                                       upstream networks ([networks.*] upstreams) in --config
+  [server] resume_window              seconds a dropped WebSocket can resume with its cursor
+                                      (default 300; 0: no cursors)
   [server] stream_maxlen              entries kept per chain stream in Redis (default 100000):
                                       how far behind a web process may fall and still catch up
 see README "Several processes (Redis)" for running several processes.
@@ -326,16 +329,19 @@ class _RedisBackends:
     @classmethod
     def for_url(cls, url: str, config: Config) -> _RedisBackends:
         client = redis_client(url)
+        window = config.server.resume_window
         return cls(
             url,
             client,
-            RedisEventBus(client, maxlen=config.server.stream_maxlen),
+            RedisEventBus(client, maxlen=config.server.stream_maxlen, window=window),
             RedisSessionStore(client),
-            RedisChangeBus(client),
+            RedisChangeBus(client, window=window),
         )
 
     def attach(self, broker: Broker, *, ingest: bool) -> None:
         broker.add_resource(hold_redis(self.client, self.url))
+        if broker.resume is not None:  # a connection dropped here resumes on any web process
+            broker.resume.store = RedisResumeStore(self.client)
         if ingest:  # --role all: this process competes for the chains' leases like a worker
             broker.add_service(ChainLeaders(list(broker.networks), self.bus, broker.metrics))
 
@@ -386,6 +392,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         ping_interval=server.ping_interval,
         shutdown_grace=server.shutdown_grace,
         response_cache=server.response_cache_bytes,
+        resume_window=server.resume_window,
     )
     broker = Broker(
         networks,

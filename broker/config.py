@@ -17,6 +17,7 @@ Shape (every key optional but ``chain`` of a network)::
     max_inflight = 64           # concurrent calls per WebSocket connection
     ping_interval = 30          # seconds; no pong by the next ping: close 4009
     shutdown_grace = 10         # seconds connections get to drain on SIGTERM
+    resume_window = 300         # seconds a dropped WebSocket can resume (0: no cursors)
 
     [networks.mainnet]
     chain = "eip155:1"
@@ -70,6 +71,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ping_interval: float = 30.0
     shutdown_grace: float = 10.0
     response_cache_bytes: int = 64 * 1024 * 1024
+    resume_window: float = 300.0
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

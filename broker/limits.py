@@ -20,3 +20,6 @@ class Limits:
     shutdown_grace: float = 10.0
     #: Bytes of encoded chain answers the response cache keeps (0: no cache).
     response_cache: int = 64 * 1024 * 1024
+    #: Seconds a dropped connection can be resumed (and events are kept readable) for; 0: no
+    #: cursors, no resume.
+    resume_window: float = 300.0

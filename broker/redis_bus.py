@@ -14,6 +14,8 @@ not append it again. Readers drop repeats of delivered events as a last safety n
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import coredis
 import msgspec
 import trio
@@ -28,7 +31,7 @@ from coredis.exceptions import RedisError
 from coredis.response.types import StreamEntry
 
 from adapters.base import ChainBlock
-from broker.bus import EventBus, EventHandler
+from broker.bus import DEFAULT_RESUME_WINDOW, EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.session_changes import ChangeHandler, SessionChange, SessionChangeBus
 
@@ -43,8 +46,15 @@ READ_COUNT: Final = 500
 READ_GRACE: Final = 10.0
 CONNECT_TIMEOUT: Final = 2.0
 
-#: Redis errors and socket errors: the connection is gone or the server refuses for now.
-RedisFailure = (RedisError, OSError, trio.TooSlowError)
+#: Redis errors and socket errors: the connection is gone or the server refuses for now (coredis
+#: runs on anyio: a connection closed under a command surfaces as anyio's resource errors).
+RedisFailure = (
+    RedisError,
+    OSError,
+    trio.TooSlowError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+)
 
 RedisClient = coredis.Redis[bytes]
 
@@ -148,11 +158,12 @@ async def _start_positions(client: RedisClient, keys: list[str]) -> dict[str | b
 async def follow_streams(
     client: RedisClient,
     positions: dict[str | bytes, bytes],
-    on_entry: Callable[[bytes, Mapping[bytes, bytes]], None],
+    on_entry: Callable[[bytes, str, Mapping[bytes, bytes]], None],
     *,
     block_ms: int = BLOCK_MS,
 ) -> NoReturn:
-    """Call ``on_entry(key, fields)`` for every entry after ``positions``, in order, forever.
+    """Call ``on_entry(key, entry_id, fields)`` for every entry after ``positions``, in order,
+    forever.
 
     ``positions`` (stream key → last delivered id) is advanced as entries are delivered, so that a
     read that fails is retried from exactly where delivery stopped.
@@ -172,13 +183,46 @@ async def follow_streams(
         backoff.reset()
         for key, entries in (reply or {}).items():
             for entry in entries:
-                positions[key] = _bytes(entry.identifier)
+                identifier = _bytes(entry.identifier)
+                positions[key] = identifier
                 fields = entry_fields(entry.field_values)
                 try:
-                    on_entry(_bytes(key), fields)
+                    on_entry(_bytes(key), identifier.decode(), fields)
                 except Exception:
                     # One bad entry (or a bug in a subscriber) must not end the process's event path.
                     log.exception("dropping stream entry %s of %r", entry.identifier, key)
+
+
+_STREAM_ID: Final = re.compile(r"\A([0-9]{1,20})-([0-9]{1,20})\Z")
+
+
+async def read_stream_range(
+    client: RedisClient, key: str, after: str, upto: str, window: float
+) -> list[tuple[str, dict[bytes, bytes]]] | None:
+    """The entries of stream ``key`` after id ``after`` up to id ``upto``, oldest first; None when
+    ``after`` is malformed or is no longer on the stream (trimmed), or the entries after it are
+    older than ``window`` seconds (the resume window)."""
+    found = _STREAM_ID.match(after)
+    if found is None or _STREAM_ID.match(upto) is None:
+        return None
+    if after == "0-0":
+        first = await client.xrange(key, count=1)
+        if first and entry_fields(first[0].field_values).get(b"n", b"1") != b"1":
+            return None  # the stream was trimmed since it began
+    elif not await client.xrange(key, after, after, count=1):
+        return None
+    entries: list[tuple[str, dict[bytes, bytes]]] = []
+    start = "(" + after
+    while True:
+        batch = await client.xrange(key, start, upto, count=READ_COUNT)
+        for entry in batch:
+            entries.append((_bytes(entry.identifier).decode(), entry_fields(entry.field_values)))
+        if len(batch) < READ_COUNT:
+            break
+        start = "(" + entries[-1][0]
+    if entries and int(entries[0][0].split("-", 1)[0]) < (time.time() - window) * 1000:
+        return None
+    return entries
 
 
 # -- chain events --------------------------------------------------------------------------------
@@ -309,11 +353,14 @@ class RedisEventBus(EventBus):
         prefix: str = DEFAULT_PREFIX,
         maxlen: int = DEFAULT_EVENTS_MAXLEN,
         block_ms: int = BLOCK_MS,
+        window: float = DEFAULT_RESUME_WINDOW,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self.maxlen = maxlen
         self.block_ms = block_ms
+        #: Seconds an event stays readable by :meth:`read_range` (the resume window).
+        self.window = window
         self._append = client.register_script(_APPEND)
 
     def keys(self, chain: str) -> ChainKeys:
@@ -386,14 +433,14 @@ class RedisEventBus(EventBus):
         chains: list[str],
         handler: EventHandler,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[dict[str, Position]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         by_key = {self.keys(chain).events.encode(): chain for chain in chains}
         dedupers = {chain: EventDeduper() for chain in chains}
         numbers: dict[str, int] = {}
         positions = await _start_positions(self.client, [self.keys(c).events for c in chains])
 
-        def deliver(key: bytes, fields: Mapping[bytes, bytes]) -> None:
+        def deliver(key: bytes, entry_id: str, fields: Mapping[bytes, bytes]) -> None:
             chain = by_key[key]
             number, previous = int(fields.get(b"n", b"0")), numbers.get(chain)
             if previous is not None and number > previous + 1:
@@ -408,12 +455,28 @@ class RedisEventBus(EventBus):
             numbers[chain] = number
             event = decode_stream_event(chain, fields)
             if dedupers[chain].admit(event):
-                handler(event)
+                handler(event, entry_id)
             else:
                 log.info("%s: dropped a repeated event for block %s", chain, event.block.hash)
 
-        task_status.started()
+        task_status.started({by_key[_bytes(k)]: _bytes(v).decode() for k, v in positions.items()})
         await follow_streams(self.client, positions, deliver, block_ms=self.block_ms)
+
+    async def read_range(
+        self, chain: str, after: Position, upto: Position
+    ) -> list[tuple[Position, ChainEvent]] | None:
+        entries = await read_stream_range(
+            self.client, self.keys(chain).events, after, upto, self.window
+        )
+        if entries is None:
+            return None
+        deduper = EventDeduper()
+        events: list[tuple[Position, ChainEvent]] = []
+        for position, fields in entries:
+            event = decode_stream_event(chain, fields)
+            if deduper.admit(event):
+                events.append((position, event))
+        return events
 
 
 # -- session changes -------------------------------------------------------------------------------
@@ -429,11 +492,13 @@ class RedisChangeBus(SessionChangeBus):
         prefix: str = DEFAULT_PREFIX,
         maxlen: int = DEFAULT_CHANGES_MAXLEN,
         block_ms: int = BLOCK_MS,
+        window: float = DEFAULT_RESUME_WINDOW,
     ) -> None:
         self.client = client
         self.key = f"{prefix}:changes"
         self.maxlen = maxlen
         self.block_ms = block_ms
+        self.window = window
 
     async def publish(self, change: SessionChange) -> None:
         await self.client.xadd(
@@ -448,12 +513,20 @@ class RedisChangeBus(SessionChangeBus):
         self,
         handler: ChangeHandler,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Position] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         positions = await _start_positions(self.client, [self.key])
 
-        def deliver(key: bytes, fields: Mapping[bytes, bytes]) -> None:
-            handler(_decode_change(fields[b"e"]))
+        def deliver(key: bytes, entry_id: str, fields: Mapping[bytes, bytes]) -> None:
+            handler(_decode_change(fields[b"e"]), entry_id)
 
-        task_status.started()
+        task_status.started(_bytes(positions[self.key.encode()]).decode())
         await follow_streams(self.client, positions, deliver, block_ms=self.block_ms)
+
+    async def read_range(
+        self, after: Position, upto: Position
+    ) -> list[tuple[Position, SessionChange]] | None:
+        entries = await read_stream_range(self.client, self.key, after, upto, self.window)
+        if entries is None:
+            return None
+        return [(position, _decode_change(fields[b"e"])) for position, fields in entries]

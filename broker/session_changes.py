@@ -12,6 +12,7 @@ from collections.abc import Callable
 import msgspec
 import trio
 
+from broker.bus import DEFAULT_RESUME_WINDOW, MemoryLog, Position
 from broker.sessions import Identity
 
 
@@ -28,7 +29,7 @@ class SessionChange(msgspec.Struct, frozen=True):
     exclude: int | None = None
 
 
-ChangeHandler = Callable[[SessionChange], object]
+ChangeHandler = Callable[[SessionChange, Position], object]
 
 
 class SessionChangeBus(ABC):
@@ -41,28 +42,43 @@ class SessionChangeBus(ABC):
         self,
         handler: ChangeHandler,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Position] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Call ``handler`` for every change until cancelled."""
+        """Call ``handler(change, position)`` for every change until cancelled; started, it
+        reports the position before the first change it delivers."""
+
+    @abstractmethod
+    async def read_range(
+        self, after: Position, upto: Position
+    ) -> list[tuple[Position, SessionChange]] | None:
+        """The changes after ``after`` up to ``upto``, oldest first; None when they cannot all be
+        read (see :meth:`broker.bus.EventBus.read_range`)."""
 
 
 class MemoryChangeBus(SessionChangeBus):
-    def __init__(self) -> None:
+    def __init__(self, *, window: float = DEFAULT_RESUME_WINDOW) -> None:
         self._handlers: list[ChangeHandler] = []
+        self._log: MemoryLog[SessionChange] = MemoryLog(window=window)
 
     async def publish(self, change: SessionChange) -> None:
+        position = self._log.append(change)
         for handler in self._handlers:
-            handler(change)
+            handler(change, position)
 
     async def serve_reader(
         self,
         handler: ChangeHandler,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Position] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         self._handlers.append(handler)
         try:
-            task_status.started()
+            task_status.started(self._log.position)
             await trio.sleep_forever()
         finally:
             self._handlers.remove(handler)
+
+    async def read_range(
+        self, after: Position, upto: Position
+    ) -> list[tuple[Position, SessionChange]] | None:
+        return self._log.read_range(after, upto)

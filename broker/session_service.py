@@ -19,6 +19,8 @@ import msgspec
 import trio
 
 from broker.approvals import ApprovalPolicy
+from broker.bus import Position
+from broker.cursors import CHANGES, with_cursor
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import (
     InvalidParams,
@@ -57,6 +59,7 @@ from schemas.jsonrpc import notification_bytes
 if TYPE_CHECKING:
     from broker.metrics import Metrics
     from broker.networks import Networks
+    from broker.resume import ResumeKeeper
     from broker.subscriptions import SubscriptionHub
     from broker.websocket import WebSocketConnection
 
@@ -68,6 +71,7 @@ class SessionHost(Protocol):
     metrics: Metrics
     dispatcher: Dispatcher
     hub: SubscriptionHub
+    resume: ResumeKeeper | None
 
     def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
 
@@ -146,6 +150,11 @@ class SessionService:
         broker.on_connect(self._track)
         broker.on_disconnect(self._untrack)
         broker.add_service(self._start)
+        self._resume = broker.resume
+        if self._resume is not None:
+            self._resume.process_id = self.process_id
+            self._resume.changes = self.changes
+            self._resume.sessions = self
 
     # -- bookkeeping ----------------------------------------------------------------------------
 
@@ -181,7 +190,9 @@ class SessionService:
                 self._current_dialect.discard(identity)
 
     async def _start(self, nursery: trio.Nursery) -> None:
-        await nursery.start(self.changes.serve_reader, self._on_change)
+        position = await nursery.start(self.changes.serve_reader, self._on_change)
+        if self._resume is not None:
+            self._resume.positions.advance(CHANGES, position)
         nursery.start_soon(self._watch_expiry)
 
     @staticmethod
@@ -308,7 +319,9 @@ class SessionService:
                     session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now
                 ):
                     raise Unauthorized()
-                result: Any = hub.subscribe(ctx.peer, network.chain, inner, scope=request.scope)
+                result: Any = await hub.subscribe(
+                    ctx.peer, network.chain, inner, scope=request.scope
+                )
             else:
                 sub_id = inner[0] if isinstance(inner, list) and inner else None
                 result = hub.unsubscribe(ctx.peer, sub_id, scope=request.scope)
@@ -343,7 +356,10 @@ class SessionService:
             )
         )
 
-    def _on_change(self, change: SessionChange) -> None:
+    def _on_change(self, change: SessionChange, position: Position | None = None) -> None:
+        resume = self._resume
+        if resume is not None and position is not None:
+            resume.positions.advance(CHANGES, position, change)
         conns = self._connections.get(change.identity)
         if not conns:
             return  # a dapp of another process: that process tracks and ends its session
@@ -360,7 +376,38 @@ class SessionService:
             self._prune(conn, session)
             if change.source == self.process_id and conn.id == change.exclude:
                 continue
-            conn.send_message(message)
+            if resume is not None:
+                conn.send_message(with_cursor(message, resume.cursor(conn)))
+            else:
+                conn.send_message(message)
+
+    def replay_changes(
+        self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str
+    ) -> tuple[list[tuple[Position, bytes]], Callable[[str], bool] | None]:
+        """The ``wallet_sessionChanged`` messages a connection of the dapp missed in ``changes``
+        (less those ``owner``, ``<process>:<connection id>``, caused and was answered), and which
+        scopes its subscriptions may hold now (None: the changes changed nothing)."""
+        identity = Identity.of(api_key, origin)
+        messages: list[tuple[Position, bytes]] = []
+        final: Session | None = None
+        changed = False
+        for position, change in changes:
+            if change.identity != identity:
+                continue
+            session = decode_session(change.session) if change.session is not None else None
+            final, changed = session, True
+            if f"{change.source}:{change.exclude}" == owner:
+                continue
+            params = changed_params(session, self._dialect(identity))
+            messages.append((position, notification_bytes("wallet_sessionChanged", params)))
+        if not changed:
+            return messages, None
+        now = _now()
+
+        def keep(scope: str) -> bool:
+            return is_notification_granted(final, scope, SUBSCRIPTION_NOTIFICATION, now=now)
+
+        return messages, keep
 
     def _prune(self, conn: Any, session: Session | None) -> None:
         now = _now()
@@ -418,8 +465,15 @@ class SessionService:
                 continue  # a change or the last disconnect came meanwhile, and was applied
             if session is not None and not is_expired(session, now):
                 self._expiries[identity] = session.expiry
-            else:
-                self._on_change(SessionChange(identity, None))
+                continue
+            # Through the bus, like every change: it gets a position, so a connection that
+            # drops before hearing it hears it when it resumes (on any process).
+            del self._expiries[identity]
+            try:
+                await self.changes.publish(SessionChange(identity, None))
+            except Exception as exc:
+                self._expiries[identity] = expiry  # the next check tries again
+                failures.append(exc)
         return failures
 
     async def _watch_expiry(self) -> None:

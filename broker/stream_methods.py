@@ -27,7 +27,7 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
             raise SubscriptionsNeedWebSocket()
-        return hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
+        return await hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
 
     async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+import msgspec
+
 from adapters.evm.log_filter import LogCriteria, parse_criteria
 from broker import frames
+from broker.cursors import FeedPositions, ResumeState
 from broker.errors import InvalidParams, ServerError, WireError, missing_argument
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
@@ -41,9 +44,10 @@ class Subscriber(Protocol):
 
 
 class Subscription:
-    """One subscription of one connection."""
+    """One subscription of one connection; ``params`` is its ``eth_subscribe`` params as JSON
+    (to take it over on a resumed connection), ``resume`` the connection's cursor source."""
 
-    __slots__ = ("chain", "conn", "criteria", "id", "id_json", "kind", "scope")
+    __slots__ = ("chain", "conn", "criteria", "id", "id_json", "kind", "params", "resume", "scope")
 
     def __init__(
         self,
@@ -52,28 +56,44 @@ class Subscription:
         kind: str,
         criteria: LogCriteria | None,
         scope: str | None,
+        *,
+        params: bytes = b"[]",
+        sub_id: str | None = None,
     ) -> None:
-        self.id = "0x" + secrets.token_hex(16)
+        self.id = sub_id or "0x" + secrets.token_hex(16)
         self.id_json = b'"' + self.id.encode() + b'"'
         self.conn = conn
         self.chain = chain
         self.kind = kind
         self.criteria = criteria
         self.scope = scope
+        self.params = params
+        self.resume: ResumeState | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _Framing:
-    """A notification frame split around the subscription id: ``pre + id + post``."""
+    """A notification frame split around the subscription id: ``pre + id + post``, or, with a
+    cursor, ``pre_body + id + mid + cursor + _CURSOR_END`` under a header of its own."""
 
     pre: bytes
     post: bytes
+    pre_body: bytes
+    mid: bytes
+
+
+_CURSOR_END: Final = b'"}}'
 
 
 def _framing(prefix: bytes, payload: bytes, suffix: bytes, id_length: int) -> _Framing:
     body_length = len(prefix) + id_length + len(_RESULT) + len(payload) + len(suffix)
+    # The cursor goes in the outermost params: before the suffix's last "}}".
+    mid = _RESULT + payload + suffix[:-2] + b',"cursor":"'
     return _Framing(
-        frames.frame_header(frames.OP_TEXT, body_length) + prefix, _RESULT + payload + suffix
+        frames.frame_header(frames.OP_TEXT, body_length) + prefix,
+        _RESULT + payload + suffix,
+        prefix,
+        mid,
     )
 
 
@@ -164,17 +184,59 @@ def _connection_subs(conn: Subscriber) -> dict[str, Subscription]:
 class SubscriptionHub:
     """Every subscription of this process, and delivery of chain events to them."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, positions: FeedPositions | None = None) -> None:
         self._metrics = metrics
         self._chains: defaultdict[str, _ChainIndex] = defaultdict(_ChainIndex)
         self._count = 0
+        #: The position delivered last on each chain (a cursor is built from them).
+        self.positions = positions or FeedPositions()
+        #: The cursor source of a connection subscribing to a chain (None: no cursors); set by
+        #: :class:`broker.resume.ResumeKeeper`.
+        self.resume_state: Callable[[Subscriber, str], ResumeState | None] = _no_cursor
+        #: Called when a connection's subscriptions changed (its resume record is stale).
+        self.on_change: Callable[[Subscriber], None] = _ignore
+        #: Awaited with a new subscription before it is attached (to keep its resume record).
+        self.before_attach: Callable[[Subscription], Awaitable[None]] = _nothing_to_keep
 
     # -- managing subscriptions -----------------------------------------------------------------
 
-    def subscribe(
-        self, conn: Subscriber, chain: str, params: Any, *, scope: str | None = None
+    async def subscribe(
+        self,
+        conn: Subscriber,
+        chain: str,
+        params: Any,
+        *,
+        scope: str | None = None,
     ) -> str:
-        """Create a subscription from ``eth_subscribe`` params; returns its id."""
+        """Create a subscription from ``eth_subscribe`` params; returns its id.
+
+        The subscription is kept (its resume record written) before it is attached, and nothing
+        awaits between the attach and the answer: no notification precedes the subscription id.
+        """
+        sub = self.parse(conn, chain, params, scope=scope)
+        self._check_room(conn)
+        await self.before_attach(sub)
+        self._check_room(conn)
+        self.attach(sub, kept=True)
+        return sub.id
+
+    @staticmethod
+    def _check_room(conn: Subscriber) -> None:
+        if len(_connection_subs(conn)) >= MAX_PER_CONNECTION:
+            raise ServerError(
+                f"too many subscriptions on this connection (at most {MAX_PER_CONNECTION})"
+            )
+
+    def parse(
+        self,
+        conn: Subscriber,
+        chain: str,
+        params: Any,
+        *,
+        scope: str | None = None,
+        sub_id: str | None = None,
+    ) -> Subscription:
+        """The subscription ``eth_subscribe`` params describe, not attached yet."""
         if not isinstance(params, list):
             raise InvalidParams("non-array args")
         if not params:
@@ -203,17 +265,27 @@ class SubscriptionHub:
             )
         else:
             raise InvalidParams("invalid argument 0: subscription name must be a string")
-        subs = _connection_subs(conn)
-        if len(subs) >= MAX_PER_CONNECTION:
-            raise ServerError(
-                f"too many subscriptions on this connection (at most {MAX_PER_CONNECTION})"
-            )
-        sub = Subscription(conn, chain, kind, criteria, scope)
+        encoded = _encode_params(params)
+        return Subscription(conn, chain, kind, criteria, scope, params=encoded, sub_id=sub_id)
+
+    def attach(self, sub: Subscription, *, kept: bool = False) -> None:
+        """Start delivering to ``sub`` (replacing a subscription of its connection with its id);
+        ``kept``: :attr:`before_attach` kept it already (no change to report)."""
+        subs = _connection_subs(sub.conn)
+        previous = subs.get(sub.id)
+        if previous is not None:
+            self._remove(subs, previous)
+        sub.resume = self.resume_state(sub.conn, sub.chain)
         subs[sub.id] = sub
-        self._chains[chain].add(sub)
+        self._chains[sub.chain].add(sub)
         self._count += 1
-        self._metrics.subscriptions.labels(kind).inc()
-        return sub.id
+        self._metrics.subscriptions.labels(sub.kind).inc()
+        if not kept:
+            self.on_change(sub.conn)
+
+    def subscriptions_of(self, conn: Subscriber) -> list[Subscription]:
+        """The subscriptions of ``conn``, oldest first."""
+        return list(_connection_subs(conn).values())
 
     def unsubscribe(self, conn: Subscriber, sub_id: Any, *, scope: str | None = None) -> bool:
         """End one subscription of ``conn``; unknown ids raise geth's -32000."""
@@ -222,6 +294,7 @@ class SubscriptionHub:
         if sub is None or sub.scope != scope:
             raise ServerError("subscription not found")
         self._remove(subs, sub)
+        self.on_change(conn)
         return True
 
     def drop_connection(self, conn: Subscriber) -> None:
@@ -234,6 +307,8 @@ class SubscriptionHub:
         ending = [sub for sub in subs.values() if predicate(sub)]
         for sub in ending:
             self._remove(subs, sub)
+        if ending:
+            self.on_change(conn)
         return len(ending)
 
     def count(self) -> int:
@@ -250,20 +325,41 @@ class SubscriptionHub:
 
     # -- delivery -------------------------------------------------------------------------------
 
-    def publish(self, event: ChainEvent) -> int:
-        """Deliver one chain event to every matching subscription; returns deliveries made."""
+    def publish(self, event: ChainEvent, position: str | None = None) -> int:
+        """Deliver one chain event (at ``position`` on its chain's log) to every matching
+        subscription; returns deliveries made."""
+        if position is not None:
+            self.positions.advance(event.chain, position, event)
         index = self._chains.get(event.chain)
         if index is None:
             return 0
         if isinstance(event, HeadEvent):
-            sent = self._deliver(index.heads, event.chain, event.block.header_json)
+            sent = self._deliver(index.heads, event.block.header_json)
         else:
             sent = self._deliver_logs(index, event)
         if sent:
             self._metrics.notifications.inc(sent)
         return sent
 
-    def _deliver(self, subs: Iterable[Subscription], chain: str, payload: bytes) -> int:
+    def replay(self, subs: list[Subscription], event: ChainEvent) -> list[bytes]:
+        """The frames ``subs`` (not attached) would have been sent for ``event``, in order."""
+        chosen = [s for s in subs if s.chain == event.chain]
+        if isinstance(event, HeadEvent):
+            heads = [s for s in chosen if s.kind == NEW_HEADS]
+            return [frame for _, frame in _frames(heads, event.block.header_json)]
+        found: list[bytes] = []
+        for log in event.block.logs:
+            matching = [
+                s
+                for s in chosen
+                if s.criteria is not None and s.criteria.matches(log.address, log.topics)
+            ]
+            if matching:
+                payload = _log_payload(log.json, event.removed)
+                found.extend(frame for _, frame in _frames(matching, payload))
+        return found
+
+    def _deliver(self, subs: Iterable[Subscription], payload: bytes) -> int:
         sent = 0
         for conn, frame in _frames(subs, payload):
             if conn.send_frame(frame):
@@ -288,11 +384,28 @@ class SubscriptionHub:
             ]
             if not matching:
                 continue
-            payload = (
-                log.json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if event.removed else log.json
-            )
-            sent += self._deliver(matching, event.chain, payload)
+            sent += self._deliver(matching, _log_payload(log.json, event.removed))
         return sent
+
+
+def _log_payload(log_json: bytes, removed: bool) -> bytes:
+    return log_json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if removed else log_json
+
+
+def _encode_params(params: Any) -> bytes:
+    return msgspec.json.encode(params)
+
+
+def _no_cursor(conn: Subscriber, chain: str) -> None:
+    return None
+
+
+def _ignore(conn: Subscriber) -> None:
+    return None
+
+
+async def _nothing_to_keep(sub: Subscription) -> None:
+    return None
 
 
 def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subscriber, bytes]]:
@@ -312,4 +425,9 @@ def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subs
                     _session_prefix(scope), payload, b"}}}}", _ID_LENGTH
                 )
             framing = found
-        yield sub.conn, framing.pre + sub.id_json + framing.post
+        state = sub.resume
+        if state is None:
+            yield sub.conn, framing.pre + sub.id_json + framing.post
+        else:
+            body = framing.pre_body + sub.id_json + framing.mid + state.cursor() + _CURSOR_END
+            yield sub.conn, frames.frame_header(frames.OP_TEXT, len(body)) + body

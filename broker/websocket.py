@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -40,11 +40,14 @@ class WebSocketConnection:
         "_calls",
         "_closing",
         "_dispatcher",
+        "_draining",
+        "_idle",
         "_inflight",
         "_limits",
         "_nursery",
         "_on_slow_consumer",
         "_protocol",
+        "_settle",
         "_state",
         "_stream",
         "awaiting_pong",
@@ -63,6 +66,7 @@ class WebSocketConnection:
         limits: Limits,
         *,
         on_slow_consumer: Callable[[WebSocketConnection], None] | None = None,
+        settle: Callable[[WebSocketConnection], Awaitable[None]] | None = None,
     ) -> None:
         self.id = next(_ids)
         self._stream = stream
@@ -73,8 +77,11 @@ class WebSocketConnection:
         self._inflight = 0
         self._calls: set[trio.CancelScope] | None = None
         self._closing = False
+        self._draining = False
+        self._idle: trio.Event | None = None
         self._state: dict[str, object] | None = None
         self._on_slow_consumer = on_slow_consumer
+        self._settle = settle
         self.context = context
         context.peer = self
         self.awaiting_pong = False
@@ -159,8 +166,8 @@ class WebSocketConnection:
                     break  # the peer is gone, or _finish_close closed the socket
                 if not data:
                     break
-                if self._closing:
-                    continue  # after our close frame, what arrives is discarded
+                if self._closing or self._draining:
+                    continue  # after our close frame (or while draining), what arrives is discarded
                 await self._handle(data)
         finally:
             self._closing = True
@@ -199,8 +206,19 @@ class WebSocketConnection:
         try:
             with scope:
                 reply = await self._dispatcher.handle(payload, self.context)
+            if self._settle is not None:
+                await self._settle(self)  # what the call changed is kept before it is answered
         finally:
             self._calls.discard(scope)
             self._inflight -= 1
         if reply is not None:
             self.send_message(reply)
+        if self._idle is not None and not self._inflight:
+            self._idle.set()
+
+    async def finish_calls(self) -> None:
+        """Stop reading requests and return once the calls under way have answered."""
+        self._draining = True
+        if self._inflight:
+            self._idle = trio.Event()
+            await self._idle.wait()

@@ -28,7 +28,7 @@ import trio
 from coredis.exceptions import RedisError
 
 from adapters.base import ChainAdapter, ChainBlock
-from broker.bus import EventBus, EventHandler
+from broker.bus import EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
@@ -153,9 +153,14 @@ class _FencedBus(EventBus):
         chains: list[str],
         handler: EventHandler,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[dict[str, Position]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         await self._bus.serve_reader(chains, handler, task_status=task_status)
+
+    async def read_range(
+        self, chain: str, after: Position, upto: Position
+    ) -> list[tuple[Position, ChainEvent]] | None:
+        return await self._bus.read_range(chain, after, upto)
 
 
 class ChainLeader:

@@ -44,7 +44,7 @@ async def test_serve_prints_endpoints_and_drains_on_sigterm() -> None:
             process.send_signal(signal.SIGTERM)
             while (frame := await conn.frame()) is not None and frame[0] != 0x8:
                 pass
-            assert conn.close_code == frames.CLOSE_GOING_AWAY
+            assert conn.close_code == frames.CLOSE_SERVICE_RESTART  # 1012: resume elsewhere
             conn.close()
             assert await process.wait() == 0
         finally:

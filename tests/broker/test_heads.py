@@ -257,7 +257,7 @@ def test_a_reorg_reports_the_first_height_it_replaced() -> None:
 async def ingesting(chain: FakeChain) -> AsyncIterator[tuple[ChainIngestion, list[Any]]]:
     bus, published = MemoryBus(), list[Any]()
     async with trio.open_nursery() as nursery:
-        await nursery.start(bus.serve_reader, [CHAIN], published.append)
+        await nursery.start(bus.serve_reader, [CHAIN], lambda event, _: published.append(event))
         yield ChainIngestion(chain, CHAIN, bus, Metrics()), published
         nursery.cancel_scope.cancel()
 

@@ -19,6 +19,14 @@ const NOTIFICATIONS = ['eth_subscription'];
 const HEX = /^0x(0|[1-9a-f][0-9a-f]*)$/;
 const HASH = /^0x[0-9a-f]{64}$/;
 const ACCOUNT = new RegExp(`^${SCOPE}:0x[0-9a-fA-F]{40}$`);
+const CURSOR = /^[0-9a-f]{24}(\.[0-9a-z-]+)+$/;
+
+/** A notification's params less its resume `cursor` (checked here: every notification has one). */
+function standard(report, message, what) {
+  const { cursor, ...params } = message?.params ?? {};
+  report.check(CURSOR.test(cursor), `${what} carries a resume cursor`, message);
+  return { ...message, params };
+}
 
 /** The notifications a transport delivered, with a way to wait for the next matching one. */
 class Inbox {
@@ -93,7 +101,7 @@ async function main(report, config) {
       created.sessionProperties,
     );
 
-    const announced = await inboxB.next('wallet_sessionChanged');
+    const announced = standard(report, await inboxB.next('wallet_sessionChanged'), 'wallet_sessionChanged');
     report.equal(
       announced,
       { jsonrpc: '2.0', method: 'wallet_sessionChanged', params: { sessionScopes: created.sessionScopes } },
@@ -157,7 +165,7 @@ async function main(report, config) {
     report.check(typeof subscription === 'string' && subscription.startsWith('0x'), 'eth_subscribe inside the session returns an id', subscribed);
     const mined = await httpCall(config.http, 'evm_mine', []);
     report.observe('evm_mine', mined);
-    const notify = await inboxA.next('wallet_notify');
+    const notify = standard(report, await inboxA.next('wallet_notify'), 'wallet_notify');
     report.observe('wallet_notify', notify);
     report.equal(notify?.params?.scope, SCOPE, 'wallet_notify.scope');
     report.equal(notify?.params?.notification?.method, 'eth_subscription', 'wallet_notify.notification.method');
@@ -208,7 +216,7 @@ async function main(report, config) {
     report.progress('revokeSession');
     await tabA.revokeSession();
     report.check(!transportA.isConnected(), 'revokeSession disconnects the transport (client behaviour)');
-    const revoked = await inboxB.next('wallet_sessionChanged');
+    const revoked = standard(report, await inboxB.next('wallet_sessionChanged'), 'the revocation');
     report.equal(revoked?.params, { sessionScopes: {} }, 'the other tab hears of the revocation');
     report.equal(await tabB.getSession(), { sessionScopes: {} }, 'getSession after revokeSession');
     const afterRevoke = await rejection(

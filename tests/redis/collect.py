@@ -13,10 +13,14 @@ T = TypeVar("T")
 class Collector(Generic[T]):
     def __init__(self) -> None:
         self.items: list[T] = []
+        #: The bus positions items came with (a bus reader's handler is given one).
+        self.positions: list[str] = []
         self._grew = trio.Event()
 
-    def __call__(self, item: T) -> None:
+    def __call__(self, item: T, position: str | None = None) -> None:
         self.items.append(item)
+        if position is not None:
+            self.positions.append(position)
         self._grew.set()
         self._grew = trio.Event()
 

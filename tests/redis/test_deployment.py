@@ -65,18 +65,24 @@ class Deployment:
     worker: WorkerProcess
 
 
+async def start_upstream(nursery: trio.Nursery, folder: Path, block_time: str) -> Upstream:
+    """A dev chain node mining every ``block_time`` seconds, and a config naming it upstream."""
+    node = await start_scopecast(nursery, "--block-time", block_time)
+    config = folder / "scopecast.toml"
+    config.write_text(
+        "[networks.dev]\n"
+        f'chain = "{DEV}"\n'
+        f'upstreams = [{{http = "{node.http_url()}", ws = "{node.ws_url()}"}}]\n'
+    )
+    return Upstream(nursery, config)
+
+
 @pytest.fixture
 async def upstream(tmp_path: Path) -> AsyncIterator[Upstream]:
     async with trio.open_nursery() as nursery:
         with trio.fail_after(60):
-            node = await start_scopecast(nursery, "--block-time", "0.5")
-        config = tmp_path / "scopecast.toml"
-        config.write_text(
-            "[networks.dev]\n"
-            f'chain = "{DEV}"\n'
-            f'upstreams = [{{http = "{node.http_url()}", ws = "{node.ws_url()}"}}]\n'
-        )
-        yield Upstream(nursery, config)
+            found = await start_upstream(nursery, tmp_path, "0.5")
+        yield found
         nursery.cancel_scope.cancel()
 
 

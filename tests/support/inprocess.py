@@ -102,6 +102,7 @@ class Dapp:
         self._next_id = 0
         self.notifications: list[dict[str, Any]] = []
         self._replies: dict[int, dict[str, Any]] = {}
+        self.last_cursor: str | None = None
 
     async def call(self, method: str, params: Any = None) -> dict[str, Any]:
         """Send one request and wait for its reply (notifications met meanwhile are kept)."""
@@ -121,10 +122,17 @@ class Dapp:
         return reply["result"]
 
     async def notification(self) -> dict[str, Any]:
-        """The next notification (waits for one)."""
+        """The next notification (waits for one), its resume ``cursor`` taken out of its params
+        (every notification carries one) into :attr:`last_cursor`."""
         while not self.notifications:
             await self._receive_one()
-        return self.notifications.pop(0)
+        message = self.notifications.pop(0)
+        params = message.get("params")
+        if isinstance(params, dict) and message.get("method") != "scopecast_resumed":
+            cursor = params.pop("cursor", None)
+            assert isinstance(cursor, str), f"a notification without a cursor: {message}"
+            self.last_cursor = cursor
+        return message
 
     async def _receive_one(self) -> None:
         data = json.loads(await self.ws.get_message())

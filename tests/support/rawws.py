@@ -17,26 +17,33 @@ class RawWebSocket:
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
         self._buffer = bytearray()
+        self._read = 0  # bytes of the buffer already returned
         self.close_code: int | None = None
 
     @classmethod
-    async def connect(cls, port: int, path: str, *, rcvbuf: int | None = None) -> RawWebSocket:
+    async def connect(
+        cls, port: int, path: str, *, rcvbuf: int | None = None, origin: str | None = None
+    ) -> RawWebSocket:
         sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         try:
-            return await cls._handshake(sock, port, path)
+            return await cls._handshake(sock, port, path, origin)
         except BaseException:
             sock.close()
             raise
 
     @classmethod
-    async def _handshake(cls, sock: trio.socket.SocketType, port: int, path: str) -> RawWebSocket:
+    async def _handshake(
+        cls, sock: trio.socket.SocketType, port: int, path: str, origin: str | None
+    ) -> RawWebSocket:
         await sock.connect(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
+        origin_line = f"Origin: {origin}\r\n" if origin else ""
         request = (
             f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"{origin_line}\r\n"
         )
         await sock.send(request.encode())
         conn = cls(sock)
@@ -71,7 +78,11 @@ class RawWebSocket:
         await self.send_text(json.dumps(message))
 
     async def _fill(self, need: int) -> bool:
-        while len(self._buffer) < need:
+        """Buffer at least ``need`` unread bytes (False: the stream ended first)."""
+        while len(self._buffer) - self._read < need:
+            if self._read > 65536:  # drop what was read, now and then (not at every frame)
+                del self._buffer[: self._read]
+                self._read = 0
             data = await self.sock.recv(65536)
             if not data:
                 return False
@@ -82,22 +93,24 @@ class RawWebSocket:
         """The next frame (opcode, payload); None at end of stream."""
         if not await self._fill(2):
             return None
-        opcode, length = self._buffer[0] & 0x0F, self._buffer[1] & 0x7F
+        at = self._read
+        opcode, length = self._buffer[at] & 0x0F, self._buffer[at + 1] & 0x7F
         offset = 2
         if length == 126:
             if not await self._fill(4):
                 return None
-            (length,) = struct.unpack_from("!H", self._buffer, 2)
+            (length,) = struct.unpack_from("!H", self._buffer, self._read + 2)
             offset = 4
         elif length == 127:
             if not await self._fill(10):
                 return None
-            (length,) = struct.unpack_from("!Q", self._buffer, 2)
+            (length,) = struct.unpack_from("!Q", self._buffer, self._read + 2)
             offset = 10
         if not await self._fill(offset + length):
             return None
-        payload = bytes(self._buffer[offset : offset + length])
-        del self._buffer[: offset + length]
+        start = self._read + offset
+        payload = bytes(self._buffer[start : start + length])
+        self._read = start + length
         if opcode == 0x8:
             self.close_code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
         return opcode, payload

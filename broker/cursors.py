@@ -1,0 +1,163 @@
+"""Resume cursors (sans-io): what a notification's ``cursor`` member says, and how it is read back.
+
+A cursor is ``<token>.<position>[.<position>...]``: the connection's resume token (24 hex digits),
+then one position per log the connection follows, in the order it began following them (the
+session changes first). Positions are opaque strings of the bus (Redis stream ids, or a memory
+log's ``m<epoch>-<n>``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+CHANGES: Final = "changes"
+"""The feed name of the session changes log (chain feeds are named by their CAIP-2 id)."""
+
+MAX_FEEDS: Final = 32
+#: Entries a process keeps of what it delivered last on each log (see :class:`FeedPositions`).
+RECENT_ENTRIES: Final = 1024
+_TOKEN: Final = re.compile(r"\A[0-9a-f]{24}\Z")
+_POSITION: Final = re.compile(r"\A(?:m[0-9a-f]{1,16}-[0-9]{1,20}|[0-9]{1,20}-[0-9]{1,20})\Z")
+
+
+def new_token() -> str:
+    return secrets.token_hex(12)
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    token: str
+    positions: tuple[str, ...]
+
+
+def format_cursor(token: str, positions: Sequence[str]) -> str:
+    return ".".join((token, *positions))
+
+
+def parse_cursor(text: str) -> Cursor | None:
+    """The cursor ``text`` spells, or None when it is malformed."""
+    if len(text) > 2048:
+        return None
+    token, *positions = text.split(".")
+    if not _TOKEN.match(token) or not positions or len(positions) > MAX_FEEDS:
+        return None
+    if not all(_POSITION.match(p) for p in positions):
+        return None
+    return Cursor(token, tuple(positions))
+
+
+class FeedPositions:
+    """The position this process delivered last on each log (feed), the entries it delivered most
+    recently on each, and a version that changes with every advance, so cursors built from it are
+    rebuilt only when stale.
+
+    The recent entries let a resume fill the last stretch of its gap without awaiting a read, so
+    live delivery takes over exactly where the replay stops however fast entries arrive."""
+
+    __slots__ = ("_positions", "_recent", "recent_limit", "version")
+
+    def __init__(self, *, recent: int = RECENT_ENTRIES) -> None:
+        self._positions: dict[str, str] = {}
+        self._recent: dict[str, deque[tuple[str, object]]] = {}
+        self.recent_limit = recent
+        self.version = 0
+
+    def advance(self, feed: str, position: str, entry: object = None) -> None:
+        """``entry`` was delivered at ``position`` on ``feed`` (None: only the position is known,
+        as when a reader starts)."""
+        self._positions[feed] = position
+        self.version += 1
+        recent = self._recent.get(feed)
+        if recent is None:
+            recent = self._recent[feed] = deque(maxlen=self.recent_limit)
+        if entry is None:
+            recent.clear()  # what came before is not known to follow on from it
+        else:
+            recent.append((position, entry))
+
+    def get(self, feed: str) -> str | None:
+        return self._positions.get(feed)
+
+    def snapshot(self) -> dict[str, str]:
+        return dict(self._positions)
+
+    def recent_after(self, feed: str, position: str) -> list[tuple[str, object]] | None:
+        """The entries delivered on ``feed`` after ``position``, oldest first, when this process
+        still holds them all (None: it does not)."""
+        if self._positions.get(feed) == position:
+            return []
+        recent = self._recent.get(feed)
+        if not recent:
+            return None
+        found = [i for i, (p, _) in enumerate(recent) if p == position]
+        if not found:
+            return None
+        return list(itertools.islice(recent, found[-1] + 1, None))
+
+
+def position_order(position: str) -> tuple[int, int]:
+    """Where ``position`` falls in time, comparable across the logs of one bus: Redis stream ids
+    (``<ms>-<seq>``, from the one server's clock) or memory positions (``m<epoch>-<n>``, numbered
+    by one counter per process)."""
+    head, _, tail = position.rpartition("-")
+    if head.startswith("m"):
+        return (int(tail), 0)
+    return (int(head), int(tail))
+
+
+class ResumeState:
+    """One connection's resume token and the feeds it follows; builds its current cursor.
+
+    While a resume replays missed entries, ``pinned`` holds the replay's positions (they win over
+    the live ones, which are ahead)."""
+
+    __slots__ = ("_cached", "_live", "_version", "feeds", "pinned", "since", "token")
+
+    def __init__(
+        self,
+        live: FeedPositions,
+        token: str,
+        feeds: list[str] | None = None,
+        since: list[str] | None = None,
+    ) -> None:
+        self._live = live
+        self.token = token
+        self.feeds: list[str] = feeds if feeds is not None else []
+        self.since: list[str] = since if since is not None else []
+        self.pinned: dict[str, str] | None = None
+        self._version = -1
+        self._cached = b""
+
+    def follow(self, feed: str) -> bool:
+        """Start following ``feed`` (from the live position); False when already followed."""
+        if feed in self.feeds:
+            return False
+        self.feeds.append(feed)
+        self.since.append(self._live.get(feed) or "0-0")
+        self._version = -1
+        return True
+
+    def cursor(self) -> bytes:
+        """The cursor as of what this process has delivered (or the replay has, while pinned)."""
+        if self.pinned is None and self._version == self._live.version:
+            return self._cached
+        pinned = self.pinned or {}
+        positions = [
+            pinned.get(feed) or self._live.get(feed) or self.since[i]
+            for i, feed in enumerate(self.feeds)
+        ]
+        text = format_cursor(self.token, positions).encode()
+        if self.pinned is None:
+            self._cached, self._version = text, self._live.version
+        return text
+
+
+def with_cursor(message: bytes, cursor: bytes) -> bytes:
+    """A notification (whose ``params`` is an object) with ``"cursor"`` added to its params."""
+    return message[:-2] + b',"cursor":"' + cursor + b'"}}'

@@ -1,0 +1,370 @@
+"""The resume keeper: cursors for this process's connections, their records, and the replay.
+
+A connection gets a resume token the first time it follows a log (its first subscription, or the
+first session change it is told about). Its record is written before the call that changed its
+subscriptions is answered; when it ends, the record is kept for the resume window. A connection
+opened with ``?resume=<cursor>`` reads the record back, reads every log it followed from the
+cursor's positions up to what this process has delivered, sends what its subscriptions match (and
+the session changes of its dapp), then attaches the subscriptions, with no await between the last
+read and the attach, so live delivery takes over exactly where the replay stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Protocol
+
+import msgspec
+import trio
+
+from broker.bus import EventBus, Position
+from broker.cursors import (
+    CHANGES,
+    FeedPositions,
+    ResumeState,
+    new_token,
+    parse_cursor,
+    position_order,
+    with_cursor,
+)
+from broker.errors import RpcError
+from broker.events import HeadEvent, LogsEvent
+from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
+from broker.session_changes import SessionChange, SessionChangeBus
+from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
+
+if TYPE_CHECKING:
+    from broker.websocket import WebSocketConnection
+
+log = logging.getLogger(__name__)
+
+#: Close code for a connection whose subscriptions another connection resumed (README).
+CLOSE_RESUMED_ELSEWHERE: Final = 4010
+_STATE: Final = "resume"
+_FLUSH_DELAY: Final = 0.05
+#: Reads a resume makes at most before it gives up catching up with the live logs.
+_MAX_ROUNDS: Final = 20
+
+_Round = tuple[list[tuple[str, Position, object]], dict[str, Position]]
+"""A replay round: entries (feed, position, entry) in the order they came, and each feed's
+position once they are sent."""
+
+
+def _merged(entries: list[tuple[str, Position, object]], uptos: dict[str, Position]) -> _Round:
+    entries.sort(key=lambda item: position_order(item[1]))
+    return entries, uptos
+
+
+class SessionReplay(Protocol):
+    """The session side of a replay (the session service)."""
+
+    def replay_changes(
+        self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str
+    ) -> tuple[list[tuple[Position, bytes]], Callable[[str], bool] | None]:
+        """The ``wallet_sessionChanged`` messages the dapp's connection would have been sent for
+        ``changes`` (less those ``owner`` caused itself), and, when they changed the session,
+        which scopes its subscriptions may still hold."""
+        ...
+
+
+def resumed_message(replayed: int, complete: bool) -> bytes:
+    return msgspec.json.encode(
+        {
+            "jsonrpc": "2.0",
+            "method": "scopecast_resumed",
+            "params": {"replayed": replayed, "complete": complete},
+        }
+    )
+
+
+class _Incomplete(Exception):
+    """The gap since a cursor cannot be filled."""
+
+
+class ResumeKeeper:
+    """Cursors, records and replays for one process's connections."""
+
+    def __init__(
+        self,
+        hub: SubscriptionHub,
+        bus: EventBus,
+        store: ResumeStore,
+        *,
+        window: float,
+        process_id: str = "",
+    ) -> None:
+        self.hub = hub
+        self.bus = bus
+        self.store = store
+        self.window = window
+        self.process_id = process_id
+        self.changes: SessionChangeBus | None = None
+        self.sessions: SessionReplay | None = None
+        self.positions: FeedPositions = hub.positions
+        self._owners: dict[str, WebSocketConnection] = {}
+        self._dirty: set[WebSocketConnection] = set()
+        self._wake = trio.Event()
+        hub.resume_state = self._state_for_chain
+        hub.on_change = self._mark
+        hub.before_attach = self._keep
+
+    # -- cursors ----------------------------------------------------------------------------------
+
+    def state(self, conn: WebSocketConnection) -> ResumeState:
+        """The connection's resume state (created, with a new token, on first use)."""
+        found = conn.state.get(_STATE)
+        if isinstance(found, ResumeState):
+            return found
+        state = ResumeState(self.positions, new_token())
+        state.follow(CHANGES)
+        conn.state[_STATE] = state
+        self._owners[state.token] = conn
+        self._mark(conn)
+        return state
+
+    def cursor(self, conn: WebSocketConnection) -> bytes:
+        return self.state(conn).cursor()
+
+    def last_cursor(self, conn: WebSocketConnection) -> str | None:
+        """The cursor of the last notification ``conn`` was sent (None: it followed nothing)."""
+        found = conn.state.get(_STATE)
+        return found.cursor().decode() if isinstance(found, ResumeState) else None
+
+    def _state_for_chain(self, conn: Subscriber, chain: str) -> ResumeState:
+        state = self.state(conn)  # type: ignore[arg-type]  # the hub's subscribers are ours
+        if state.follow(chain):
+            self._mark(conn)
+        return state
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def _mark(self, conn: Subscriber) -> None:
+        self._dirty.add(conn)  # type: ignore[arg-type]
+        self._wake.set()
+
+    def _record(self, conn: WebSocketConnection, state: ResumeState) -> ResumeRecord:
+        return ResumeRecord(
+            api_key=conn.context.api_key,
+            origin=conn.context.origin,
+            owner=f"{self.process_id}:{conn.id}",
+            feeds=tuple(state.feeds),
+            since=tuple(state.since),
+            subscriptions=tuple(
+                SubscriptionRecord(s.id, s.chain, s.params, s.scope)
+                for s in self.hub.subscriptions_of(conn)
+            ),
+        )
+
+    async def _save(self, conn: WebSocketConnection, ttl: float) -> None:
+        found = conn.state.get(_STATE)
+        if isinstance(found, ResumeState):
+            await self._write(found.token, self._record(conn, found), ttl)
+
+    async def _write(self, token: str, record: ResumeRecord, ttl: float) -> None:
+        try:
+            await self.store.save(token, record, ttl)
+        except Exception as exc:  # a store outage must not fail the call that changed the record
+            log.warning("could not save resume record %s…: %s", token[:6], exc)
+
+    async def _keep(self, sub: Subscription) -> None:
+        """Write the record of ``sub``'s connection as it will be once ``sub`` is attached."""
+        conn: WebSocketConnection = sub.conn  # type: ignore[assignment]  # the hub's are ours
+        state = self._state_for_chain(conn, sub.chain)
+        record = self._record(conn, state)
+        record = msgspec.structs.replace(
+            record,
+            subscriptions=(
+                *record.subscriptions,
+                SubscriptionRecord(sub.id, sub.chain, sub.params, sub.scope),
+            ),
+        )
+        self._dirty.discard(conn)
+        await self._write(state.token, record, LIVE_TTL)
+
+    async def settle(self, conn: WebSocketConnection) -> None:
+        """Write ``conn``'s record if it changed (before a call's answer leaves)."""
+        if conn in self._dirty:
+            self._dirty.discard(conn)
+            await self._save(conn, LIVE_TTL)
+
+    async def release(self, conn: WebSocketConnection) -> None:
+        """``conn`` ended: keep its record (as it is now) for the resume window."""
+        self._dirty.discard(conn)
+        found = conn.state.pop(_STATE, None)  # what ends its subscriptions next changes nothing
+        if not isinstance(found, ResumeState) or self._owners.get(found.token) is not conn:
+            return
+        del self._owners[found.token]
+        await self._write(found.token, self._record(conn, found), self.window)
+
+    async def serve_flusher(self) -> None:
+        """Write the records that changed without a call (pruned by a session change, say)."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            await trio.sleep(_FLUSH_DELAY)
+            dirty, self._dirty = self._dirty, set()
+            for conn in dirty:
+                await self._save(conn, LIVE_TTL)
+
+    # -- resuming -----------------------------------------------------------------------------------
+
+    async def resume(self, conn: WebSocketConnection, text: str) -> None:
+        """Replay what ``conn``'s cursor ``text`` missed, attach its subscriptions, then send
+        ``scopecast_resumed``; or, when the gap cannot be filled, say so at once."""
+        try:
+            replayed, complete = await self._resume(conn, text)
+        except _Incomplete as exc:
+            log.info("%r: cannot resume (%s); starting fresh", conn, exc)
+            conn.send_message(resumed_message(0, False))
+            return
+        conn.send_message(resumed_message(replayed, complete))
+
+    async def _resume(self, conn: WebSocketConnection, text: str) -> tuple[int, bool]:
+        cursor = parse_cursor(text)
+        if cursor is None:
+            raise _Incomplete("malformed cursor")
+        try:
+            record = await self.store.load(cursor.token)
+        except Exception as exc:
+            raise _Incomplete(f"the resume store failed: {exc}") from exc
+        if record is None:
+            raise _Incomplete("unknown or expired cursor")
+        if (record.api_key, record.origin) != (conn.context.api_key, conn.context.origin):
+            raise _Incomplete("the cursor belongs to another dapp")
+        if len(cursor.positions) > len(record.feeds):
+            raise _Incomplete("the cursor names more logs than its connection followed")
+        starts = {
+            feed: cursor.positions[i] if i < len(cursor.positions) else record.since[i]
+            for i, feed in enumerate(record.feeds)
+        }
+        state = ResumeState(self.positions, cursor.token, list(record.feeds), list(record.since))
+        subs = self._parse_subscriptions(conn, record, state)
+        state.pinned = dict(starts)
+        batch = await self._read_round(state.pinned)
+        if batch is None:
+            raise _Incomplete("the logs no longer hold everything after the cursor")
+        self._take_over(conn, state)
+        replayed, complete = 0, False
+        for _ in range(_MAX_ROUNDS):
+            sent, subs = self._send_round(conn, state, record, subs, batch)
+            replayed += sent
+            # What this process delivered since the read, from memory: no await from here on, so
+            # live delivery continues exactly from where the replay stops.
+            tail = self._recent_round(state.pinned)
+            if tail is not None:
+                sent, subs = self._send_round(conn, state, record, subs, tail)
+                replayed += sent
+                complete = True
+                break
+            found = await self._read_round(state.pinned)
+            if found is None:
+                log.error("%r: the logs were trimmed during a resume; some entries are lost", conn)
+                break
+            batch = found
+        else:
+            log.error(
+                "%r: a resume did not catch up with the live logs; some entries are lost", conn
+            )
+        state.pinned = None
+        for sub in subs:
+            self.hub.attach(sub)
+        self._mark(conn)
+        return replayed, complete
+
+    def _parse_subscriptions(
+        self, conn: WebSocketConnection, record: ResumeRecord, state: ResumeState
+    ) -> list[Subscription]:
+        subs: list[Subscription] = []
+        for saved in record.subscriptions:
+            if self.positions.get(saved.chain) is None:
+                raise _Incomplete(f"this process does not serve {saved.chain}")
+            try:
+                params = msgspec.json.decode(saved.params)
+                sub = self.hub.parse(conn, saved.chain, params, scope=saved.scope, sub_id=saved.id)
+            except (RpcError, msgspec.DecodeError) as exc:
+                raise _Incomplete(f"a saved subscription no longer parses: {exc}") from exc
+            sub.resume = state
+            subs.append(sub)
+        return subs
+
+    async def _read_round(self, pinned: dict[str, Position]) -> _Round | None:
+        """Every feed's entries after its pinned position up to what this process delivered, read
+        from the bus (None: a feed no longer holds them all)."""
+        entries: list[tuple[str, Position, object]] = []
+        uptos: dict[str, Position] = {}
+        for feed, after in pinned.items():
+            upto = self.positions.get(feed)
+            if upto is None or upto == after:
+                continue
+            found: list[tuple[Position, object]] | None
+            if feed == CHANGES:
+                if self.changes is None:
+                    continue
+                changes = await self.changes.read_range(after, upto)
+                found = list(changes) if changes is not None else None
+            else:
+                events = await self.bus.read_range(feed, after, upto)
+                found = list(events) if events is not None else None
+            if found is None:
+                return None
+            entries.extend((feed, position, entry) for position, entry in found)
+            uptos[feed] = upto
+        return _merged(entries, uptos)
+
+    def _recent_round(self, pinned: dict[str, Position]) -> _Round | None:
+        """The same from the entries this process holds in memory (None: it does not hold them
+        all; another read is needed)."""
+        entries: list[tuple[str, Position, object]] = []
+        uptos: dict[str, Position] = {}
+        for feed, after in pinned.items():
+            found = self.positions.recent_after(feed, after)
+            if found is None:
+                return None
+            entries.extend((feed, position, entry) for position, entry in found)
+            if found:
+                uptos[feed] = found[-1][0]
+        return _merged(entries, uptos)
+
+    def _send_round(
+        self,
+        conn: WebSocketConnection,
+        state: ResumeState,
+        record: ResumeRecord,
+        subs: list[Subscription],
+        batch: _Round,
+    ) -> tuple[int, list[Subscription]]:
+        """Send what ``subs`` (and the dapp's session) would have been sent for ``batch``; a
+        session change ends the subscriptions of scopes it removed, from its place on."""
+        assert state.pinned is not None
+        entries, uptos = batch
+        sent = 0
+        for feed, position, entry in entries:
+            state.pinned[feed] = position
+            if isinstance(entry, SessionChange):
+                if self.sessions is None:
+                    continue
+                messages, keep = self.sessions.replay_changes(
+                    record.api_key, record.origin, [(position, entry)], record.owner
+                )
+                for _, message in messages:
+                    conn.send_message(with_cursor(message, state.cursor()))
+                    sent += 1
+                if keep is not None:
+                    subs = [s for s in subs if s.scope is None or keep(s.scope)]
+            elif isinstance(entry, HeadEvent | LogsEvent):
+                for frame in self.hub.replay(subs, entry):
+                    conn.send_frame(frame)
+                    sent += 1
+        state.pinned.update(uptos)
+        return sent, subs
+
+    def _take_over(self, conn: WebSocketConnection, state: ResumeState) -> None:
+        old = self._owners.get(state.token)
+        if old is not None and old is not conn:
+            self.hub.drop_connection(old)
+            old.close(CLOSE_RESUMED_ELSEWHERE, "resumed on another connection")
+            self._dirty.discard(old)
+            old.state.pop(_STATE, None)
+        self._owners[state.token] = conn
+        conn.state[_STATE] = state
