@@ -139,6 +139,10 @@ class SessionService:
         # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
         # SPEC's): an ended session is announced in the dialect it was created in.
         self._current_dialect: set[Identity] = set()
+        # Identities whose last connection here closed, until when (trio's clock) their expiry is
+        # still watched: one of them may resume within the resume window, and must hear then of
+        # an expiry that fell in its gap, in its place among the events it missed.
+        self._lingering: dict[Identity, float] = {}
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
         broker.metrics.sessions.set_function(lambda: len(self._expiries))
         register = broker.dispatcher.register
@@ -174,6 +178,8 @@ class SessionService:
     def _track(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
         self._connections[identity].append(conn)
+        if self._lingering.pop(identity, None) is not None:
+            self._expiries.pop(identity, None)  # back: looked up afresh, it may have changed
         if identity not in self._expiries:
             self._unlooked.add(identity)
 
@@ -185,8 +191,19 @@ class SessionService:
                 conns.remove(conn)
             if not conns:
                 del self._connections[identity]
-                self._expiries.pop(identity, None)
                 self._unlooked.discard(identity)
+                if self._resume is not None and identity in self._expiries:
+                    self._lingering[identity] = trio.current_time() + self._resume.window
+                else:
+                    self._expiries.pop(identity, None)
+                    self._current_dialect.discard(identity)
+
+    def _forget_lingering(self) -> None:
+        now = trio.current_time()
+        for identity, until in list(self._lingering.items()):
+            if until <= now:
+                del self._lingering[identity]
+                self._expiries.pop(identity, None)
                 self._current_dialect.discard(identity)
 
     async def _start(self, nursery: trio.Nursery) -> None:
@@ -362,6 +379,12 @@ class SessionService:
             resume.positions.advance(CHANGES, position, change)
         conns = self._connections.get(change.identity)
         if not conns:
+            if change.identity in self._lingering:  # gone, but may resume: expiry still watched
+                if change.session is None:
+                    self._expiries.pop(change.identity, None)
+                    del self._lingering[change.identity]
+                else:
+                    self._expiries[change.identity] = decode_session(change.session).expiry
             return  # a dapp of another process: that process tracks and ends its session
         self._looking.discard(change.identity)  # a lookup under way would be stale
         session = decode_session(change.session) if change.session is not None else None
@@ -469,6 +492,7 @@ class SessionService:
             # Through the bus, like every change: it gets a position, so a connection that
             # drops before hearing it hears it when it resumes (on any process).
             del self._expiries[identity]
+            self._lingering.pop(identity, None)
             try:
                 await self.changes.publish(SessionChange(identity, None))
             except Exception as exc:
@@ -483,6 +507,7 @@ class SessionService:
             # One identity's failure (a corrupt session, a Redis outage) holds up no other's.
             failures = await self._look_up_new_identities()
             failures += await self._end_expired()
+            self._forget_lingering()
             if failures:
                 # A store outage fails every identity, check after check: one traceback per
                 # outage, then a line per failed check.

@@ -5,12 +5,14 @@ so at once and the connection starts fresh."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 import trio
 
+from broker.sessions import Identity
 from tests.broker.test_subscriptions_e2e import mine, token_address, transfer
 from tests.support.inprocess import Dapp, RunningBroker, dapp
 from tests.support.rawws import RawWebSocket
@@ -221,3 +223,39 @@ async def test_a_graceful_stop_closes_with_1012_and_the_last_cursor(node: Runnin
             assert frame[1][2:].decode() == cursor
         finally:
             conn.close()
+
+
+async def test_a_session_that_expired_during_the_gap_is_heard_on_resume(
+    node: RunningBroker,
+) -> None:
+    expiry = datetime.now(UTC) + timedelta(seconds=1)
+    with trio.fail_after(30):
+        async with dapp(node.ws_url(), origin=ORIGIN) as conn:
+            await conn.result(
+                "wallet_createSession",
+                {"optionalScopes": SCOPES, "sessionProperties": {"expiry": expiry.isoformat()}},
+            )
+            await conn.result(
+                "wallet_invokeMethod",
+                {"scope": DEV, "request": {"method": "eth_subscribe", "params": ["newHeads"]}},
+            )
+            await mine(node)
+            await conn.notification()
+            cursor = conn.last_cursor
+        assert cursor is not None
+        # No connection of the dapp is open: the broker still ends the session on time (its
+        # next expiry check deletes it from the store), because the dapp may resume.
+        assert node.broker.sessions is not None
+        store, identity = node.broker.sessions.store, Identity.of("dev", ORIGIN)
+        while await store.get(identity) is not None:  # noqa: ASYNC110
+            await trio.sleep(0.1)
+        await mine(node, 2)
+        async with dapp(resume_url(node, cursor), origin=ORIGIN) as again:
+            changed = await again.notification()
+            assert changed["method"] == "wallet_sessionChanged"
+            assert changed["params"] == {"sessionScopes": {}}
+            # No head of the expired session's subscription, then or later.
+            assert await resumed(again) == {"replayed": 1, "complete": True}
+            await mine(node)
+            assert (await again.result("wallet_getSession", {}))["sessionScopes"] == {}
+            assert again.notifications == []
