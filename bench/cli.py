@@ -24,6 +24,7 @@ from bench import payloads, report
 from bench.http_wrk import run_http
 from bench.procs import ROOT
 from bench.replay import run_replay
+from bench.resume import run_resume
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
@@ -33,7 +34,7 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "devchain", "http", "replay")
+WORKLOADS = ("fanout", "devchain", "http", "replay", "resume")
 
 
 def machine() -> dict[str, Any]:
@@ -73,7 +74,15 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
         merged.setdefault("fanout", {}).setdefault(kind, {}).update(systems)
     merged.setdefault("memory", {}).update(partial.get("memory", {}))
     merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
-    for key in ("fanout_reference", "getlogs", "http_wrk", "replay", "profiles", "memory_profile"):
+    for key in (
+        "fanout_reference",
+        "getlogs",
+        "http_wrk",
+        "replay",
+        "resume",
+        "profiles",
+        "memory_profile",
+    ):
         if key in partial:
             merged[key] = partial[key]
     merged["partial_updates"] = [
@@ -188,6 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     if not only or "replay" in only:
         log("the response cache: a mix of dapp calls replayed in front of an upstream node")
         results["replay"] = run_replay(settings, log)
+    if not only or "resume" in only:
+        log("resume: replay to 1,000 reconnecting clients; fan-out with and without cursors")
+        results["resume"] = run_resume(settings, log)
     if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
         log("memory profile: an idle session connection, line by line")
         results["memory_profile"] = memory_profile(settings, log)

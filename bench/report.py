@@ -323,6 +323,42 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
+def _resume_section(resume: dict[str, Any] | None) -> list[str]:
+    """Replay throughput and the fan-out with and without cursors (bench.resume)."""
+    if not resume:
+        return []
+    replay = resume["replay"]
+    lines = [
+        "",
+        "## Resume after a drop",
+        "",
+        f"{replay['clients']:,} connections subscribed to heads drop; {replay['missed']} heads are "
+        "published while they are away; all reconnect at once with `?resume=<cursor>` (100 "
+        "handshakes at a time) and read until `scopecast_resumed`. Best of "
+        f"{len(resume['rounds'])} rounds.",
+        "",
+        "| clients | replayed | seconds | notifications/s | resumed p50 ms | resumed p99 ms |",
+        "|---|---|---|---|---|---|",
+        f"| {replay['clients']:,} | {replay['replayed']:,} | {replay['seconds']} "
+        f"| {replay['notifications_per_s']:,} | {replay['resumed_p50_ms']} "
+        f"| {replay['resumed_p99_ms']} |",
+        "",
+        "What cursors cost the live fan-out (direct subscriptions, same run):",
+        "",
+        "| system | kind | subscribers | notifications/s | p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for system in resume["fanout_cost"].values():
+        for kind in ("heads", "logs"):
+            for figures in system[kind]:
+                lines.append(
+                    f"| {system['label']} | {kind} | {figures['subscribers']:,} "
+                    f"| {figures['notifications_per_s']:,} | {figures['p50_ms']} "
+                    f"| {figures['p99_ms']} |"
+                )
+    return lines
+
+
 def write(results: dict[str, Any], out: Path) -> None:
     plots = _plots(results, out)
     machine = results["machine"]
@@ -511,6 +547,7 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"{replay['reduction']:.0%} fewer upstream calls; every answer byte-identical: "
             f"{replay['identical']}.",
         ]
+    lines += _resume_section(results.get("resume"))
     getlogs = results.get("getlogs")
     if getlogs:
         chain = getlogs["chain"]

@@ -57,10 +57,13 @@ from broker.config import Config, ServerConfig
 from broker.dispatch import CallContext
 
 
-def build(mode: str, port: int, *, response_cache: bool = True) -> Broker:
+def build(mode: str, port: int, *, response_cache: bool = True, resume: bool = True) -> Broker:
     """The broker of ``mode``, from ``scopecast serve`` arguments and a config."""
     args = parser().parse_args(["serve", "--port", str(port), "--block-time", "0"])
-    server = ServerConfig() if response_cache else ServerConfig(response_cache_bytes=0)
+    server = ServerConfig(
+        response_cache_bytes=ServerConfig().response_cache_bytes if response_cache else 0,
+        resume_window=ServerConfig().resume_window if resume else 0,
+    )
     if mode == "devchain":
         return build_broker(args, Config(server=server))
     adapter = SYNTHETIC if mode == "synthetic" else CONSTANT
@@ -203,8 +206,8 @@ async def _control(broker: Broker) -> None:
     broker.shutdown()
 
 
-async def serve(mode: str, port: int, freeze: bool, response_cache: bool) -> None:
-    broker = build(mode, port, response_cache=response_cache)
+async def serve(mode: str, port: int, freeze: bool, response_cache: bool, resume: bool) -> None:
+    broker = build(mode, port, response_cache=response_cache, resume=resume)
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(broker.serve, "127.0.0.1", port)
         if freeze:
@@ -231,6 +234,12 @@ def main() -> None:
         action="store_false",
         help="serve every call from the chain (to time the chain's own work, e.g. eth_getLogs)",
     )
+    cli.add_argument(
+        "--no-resume",
+        dest="resume",
+        action="store_false",
+        help="resume_window = 0: notifications carry no cursor (to measure what cursors cost)",
+    )
     cli.add_argument("--tracemalloc", type=int, default=0, help="trace allocations, N frames deep")
     args = cli.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -239,7 +248,7 @@ def main() -> None:
         tracemalloc.start(args.tracemalloc)
     if args.reply is not None:
         ConstantChainAdapter.reply = args.reply.read_bytes()
-    trio.run(serve, args.mode, args.port, args.gc_freeze, args.response_cache)
+    trio.run(serve, args.mode, args.port, args.gc_freeze, args.response_cache, args.resume)
 
 
 if __name__ == "__main__":

@@ -151,13 +151,17 @@ def profiling(settings: Settings, pid: int, name: str) -> Iterator[None]:
         spy.wait(60)
 
 
-def start_scopecast(mode: str, *, cache: bool = True) -> Callable[[Settings, str], Child]:
+def start_scopecast(
+    mode: str, *, cache: bool = True, resume: bool = True
+) -> Callable[[Settings, str], Child]:
     def start(settings: Settings, name: str) -> Child:
         argv = [PYTHON, "-m", "bench.server", mode]
         if not settings.gc_freeze:
             argv.append("--no-gc-freeze")
         if not cache:
             argv.append("--no-response-cache")
+        if not resume:
+            argv.append("--no-resume")
         return Child(name, argv, cpus=settings.server_cpus, log_dir=settings.run_dir)
 
     return start

@@ -60,13 +60,15 @@ class FeedPositions:
     The recent entries let a resume fill the last stretch of its gap without awaiting a read, so
     live delivery takes over exactly where the replay stops however fast entries arrive."""
 
-    __slots__ = ("_positions", "_recent", "recent_limit", "version")
+    __slots__ = ("_joined", "_joined_version", "_positions", "_recent", "recent_limit", "version")
 
     def __init__(self, *, recent: int = RECENT_ENTRIES) -> None:
         self._positions: dict[str, str] = {}
         self._recent: dict[str, deque[tuple[str, object]]] = {}
         self.recent_limit = recent
         self.version = 0
+        self._joined: dict[tuple[str, ...], bytes] = {}
+        self._joined_version = 0
 
     def advance(self, feed: str, position: str, entry: object = None) -> None:
         """``entry`` was delivered at ``position`` on ``feed`` (None: only the position is known,
@@ -86,6 +88,21 @@ class FeedPositions:
 
     def snapshot(self) -> dict[str, str]:
         return dict(self._positions)
+
+    def joined(self, feeds: tuple[str, ...]) -> bytes | None:
+        """The positions of ``feeds`` as a cursor spells them (``a.b.c``), built once per advance
+        for every connection that follows the same feeds (None: a feed has no position yet)."""
+        if self._joined_version != self.version:
+            self._joined.clear()
+            self._joined_version = self.version
+        found = self._joined.get(feeds)
+        if found is None:
+            try:
+                found = ".".join([self._positions[feed] for feed in feeds]).encode()
+            except KeyError:
+                return None
+            self._joined[feeds] = found
+        return found
 
     def recent_after(self, feed: str, position: str) -> list[tuple[str, object]] | None:
         """The entries delivered on ``feed`` after ``position``, oldest first, when this process
@@ -117,7 +134,7 @@ class ResumeState:
     While a resume replays missed entries, ``pinned`` holds the replay's positions (they win over
     the live ones, which are ahead)."""
 
-    __slots__ = ("_cached", "_live", "_version", "feeds", "pinned", "since", "token")
+    __slots__ = ("_feeds_key", "_live", "feeds", "pinned", "prefix", "since", "token")
 
     def __init__(
         self,
@@ -128,11 +145,12 @@ class ResumeState:
     ) -> None:
         self._live = live
         self.token = token
+        #: ``<token>.``: what the cursor starts with.
+        self.prefix = f"{token}.".encode()
         self.feeds: list[str] = feeds if feeds is not None else []
         self.since: list[str] = since if since is not None else []
         self.pinned: dict[str, str] | None = None
-        self._version = -1
-        self._cached = b""
+        self._feeds_key = tuple(self.feeds)
 
     def follow(self, feed: str) -> bool:
         """Start following ``feed`` (from the live position); False when already followed."""
@@ -140,22 +158,25 @@ class ResumeState:
             return False
         self.feeds.append(feed)
         self.since.append(self._live.get(feed) or "0-0")
-        self._version = -1
+        self._feeds_key = tuple(self.feeds)
         return True
+
+    def positions(self) -> bytes:
+        """The cursor's positions (after :attr:`prefix`): shared with every connection that
+        follows the same feeds, unless a replay pins them."""
+        if self.pinned is None:
+            found = self._live.joined(self._feeds_key)
+            if found is not None:
+                return found
+        pinned = self.pinned or {}
+        return ".".join(
+            pinned.get(feed) or self._live.get(feed) or self.since[i]
+            for i, feed in enumerate(self.feeds)
+        ).encode()
 
     def cursor(self) -> bytes:
         """The cursor as of what this process has delivered (or the replay has, while pinned)."""
-        if self.pinned is None and self._version == self._live.version:
-            return self._cached
-        pinned = self.pinned or {}
-        positions = [
-            pinned.get(feed) or self._live.get(feed) or self.since[i]
-            for i, feed in enumerate(self.feeds)
-        ]
-        text = format_cursor(self.token, positions).encode()
-        if self.pinned is None:
-            self._cached, self._version = text, self._live.version
-        return text
+        return self.prefix + self.positions()
 
 
 def with_cursor(message: bytes, cursor: bytes) -> bytes:

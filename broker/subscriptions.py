@@ -412,6 +412,7 @@ def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subs
     """Each subscription's notification frame for ``payload``: one concatenation each."""
     direct: _Framing | None = None
     sessions: dict[str, _Framing] = {}
+    cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
     for sub in list(subs):
         scope = sub.scope
         if scope is None:
@@ -428,6 +429,23 @@ def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subs
         state = sub.resume
         if state is None:
             yield sub.conn, framing.pre + sub.id_json + framing.post
-        else:
-            body = framing.pre_body + sub.id_json + framing.mid + state.cursor() + _CURSOR_END
-            yield sub.conn, frames.frame_header(frames.OP_TEXT, len(body)) + body
+            continue
+        # With a cursor: the parts every subscriber shares are built once per event.
+        positions = state.positions()
+        key = (id(framing), positions, len(sub.id_json) + len(state.prefix))
+        shared = cursored.get(key)
+        if shared is None:
+            length = (
+                len(framing.pre_body)
+                + len(framing.mid)
+                + len(positions)
+                + len(_CURSOR_END)
+                + key[2]
+            )
+            shared = cursored[key] = (
+                frames.frame_header(frames.OP_TEXT, length) + framing.pre_body,
+                framing.mid,
+                positions + _CURSOR_END,
+            )
+        head, mid, tail = shared
+        yield sub.conn, b"".join((head, sub.id_json, mid, state.prefix, tail))
