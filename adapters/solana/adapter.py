@@ -1,0 +1,148 @@
+"""The ``solana-dev`` chain adapter: an in-process Solana runtime (``solders.litesvm``) served as a
+Solana JSON-RPC node.
+
+Slots: with ``block_time`` S > 0 a slot is produced every S seconds, with demo SOL transfers between
+the dev accounts; with 0 each accepted transaction lands in a new slot at once. The dev method
+``scopecast_advanceSlots`` produces slots on demand. LiteSVM answers in microseconds, so calls run
+in the event loop, one at a time (no await between reading and changing the ledger).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, ClassVar, Final
+
+import msgspec
+import trio
+
+from adapters._options import decode_options
+from adapters.base import BlockHandler, ChainAdapter, NetworkSpec
+from schemas.errors import ConfigError, MethodNotFound
+
+from ._errors import invalid_params
+from ._ledger import Ledger
+from ._methods import Handler, SolanaMethods
+from ._options import SolanaDevOptions
+
+log = logging.getLogger(__name__)
+
+NAMESPACE: Final = "solana"
+#: The notifications of Solana's PubSub (delivered once the core routes Solana subscriptions).
+SOLANA_NOTIFICATIONS: Final = frozenset(
+    {
+        "slotNotification",
+        "accountNotification",
+        "signatureNotification",
+        "logsNotification",
+        "programNotification",
+    }
+)
+
+
+def solana_chain_id(genesis_hash: str) -> str:
+    """The CAIP-2 id of a Solana chain: ``solana:`` and its genesis hash's first 32 characters."""
+    return f"{NAMESPACE}:{genesis_hash[:32]}"
+
+
+def dev_chain_id(options: dict[str, Any] | None = None) -> str:
+    """The CAIP-2 id a ``solana-dev`` network with ``options`` serves (without starting it)."""
+    spec = NetworkSpec("solana", "solana:?", SolanaDevAdapter.name, options or {})
+    decoded = decode_options(spec, SolanaDevOptions, SolanaDevAdapter.name)
+    return solana_chain_id(Ledger.genesis_of(decoded))
+
+
+class SolanaDevAdapter(ChainAdapter):
+    """A Solana dev chain in process (options: :class:`SolanaDevOptions`)."""
+
+    name: ClassVar[str] = "solana-dev"
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> SolanaDevAdapter:
+        return cls(spec)
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        self.options = decode_options(spec, SolanaDevOptions, self.name)
+        expected = solana_chain_id(Ledger.genesis_of(self.options))
+        if spec.chain != expected:
+            raise ConfigError(
+                f"networks.{spec.name} ({self.name} adapter): this chain is {expected} (from its "
+                f"genesis_seed), not {spec.chain}"
+            )
+        self.spec = spec
+        self._ledger: Ledger | None = None
+        self._methods: SolanaMethods | None = None
+        self._handlers: dict[str, Handler] = {}
+        self._slots_running = False
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            raise RuntimeError("SolanaDevAdapter.start() has not run")
+        return self._ledger
+
+    async def start(self) -> None:
+        if self._ledger is not None:
+            return
+        self._ledger = Ledger(self.options, time.time())
+        self._methods = SolanaMethods(self._ledger, automine=self.options.block_time == 0)
+        self._handlers = self._methods.table()
+
+    def chains(self) -> list[str]:
+        return [self.spec.chain]
+
+    def _check_chain(self, chain: str) -> None:
+        if chain != self.spec.chain:
+            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
+
+    def methods(self, chain: str) -> frozenset[str]:
+        self._check_chain(chain)
+        return frozenset(SolanaMethods.METHODS)
+
+    def notifications(self, chain: str) -> frozenset[str]:
+        self._check_chain(chain)
+        return frozenset()  # none yet: the core's subscription hub has no Solana family hook
+
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        self._check_chain(chain)
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(method)
+        try:
+            decoded = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            raise invalid_params("params are not JSON") from None
+        return handler(decoded, time.time())
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Produce timed slots (when ``block_time`` > 0) until cancelled. Solana slots are not EVM
+        heads: nothing is reported to ``on_block``."""
+        self._check_chain(chain)
+        if self.options.block_time <= 0 or self._slots_running:
+            task_status.started()
+            await trio.sleep_forever()
+        self._slots_running = True
+        try:
+            task_status.started()
+            deadline = trio.current_time()
+            while True:
+                deadline += self.options.block_time
+                await trio.sleep_until(deadline)
+                self.produce_slot()
+        finally:
+            self._slots_running = False
+
+    def produce_slot(self) -> None:
+        """One timed slot: demo transfers in the current slot, then the next slot opens."""
+        ledger = self.ledger
+        try:
+            ledger.demo_traffic()
+        except Exception:  # the demo must never stop the chain
+            log.exception("%s: demo traffic failed", self.spec.name)
+        ledger.advance(time.time())
