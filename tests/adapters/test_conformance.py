@@ -4,18 +4,20 @@ import pytest
 import trio
 
 from adapters.base import NetworkSpec
-from adapters.conformance import check_account_adapter, check_chain_adapter
+from adapters.conformance import check_account_adapter, check_chain_adapter, check_solana_chain
 from adapters.devchain import DevChainAdapter
 from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
 from adapters.registry import available, load
+from adapters.solana import SolanaDevAdapter, dev_chain_id
 from adapters.upstream import UpstreamAdapter
 from tests.adapters.upstream.e2e import DEV_CHAIN, FAST, upstream_entry
 from tests.support.processes import start_scopecast
 
 
 def test_bundled_adapters_are_entry_points() -> None:
-    assert {"devchain", "keyring", "upstream"} <= set(available())
+    assert {"devchain", "keyring", "upstream", "solana-dev"} <= set(available())
     assert load("devchain") is DevChainAdapter
+    assert load("solana-dev") is SolanaDevAdapter
     assert load("keyring") is KeyringAdapter
 
 
@@ -27,6 +29,24 @@ async def test_devchain_passes_the_chain_adapter_checks() -> None:
             await check_chain_adapter(adapter)
         finally:
             await adapter.aclose()
+
+
+async def test_solana_dev_passes_the_chain_adapter_checks() -> None:
+    adapter = SolanaDevAdapter(NetworkSpec("solana", dev_chain_id(), "solana-dev", {}))
+    with trio.fail_after(30):
+        await adapter.start()
+        try:
+            await check_chain_adapter(adapter)
+        finally:
+            await adapter.aclose()
+
+
+async def test_the_solana_checks_catch_a_chain_id_that_is_not_the_genesis() -> None:
+    adapter = SolanaDevAdapter(NetworkSpec("solana", dev_chain_id(), "solana-dev", {}))
+    await adapter.start()
+    adapter.spec = NetworkSpec("solana", "solana:" + "1" * 32, "solana-dev", {})
+    with pytest.raises(AssertionError, match="genesis hash's prefix"):
+        await check_solana_chain(adapter, adapter.spec.chain)
 
 
 @pytest.mark.slow
