@@ -28,7 +28,8 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from ._keys import derive_keypairs
+from adapters._ed25519 import derive_keypairs
+
 from ._options import SolanaDevOptions
 from ._wire import b58encode
 

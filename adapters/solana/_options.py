@@ -7,7 +7,7 @@ from typing import Final
 
 import msgspec
 
-from ._keys import DEV_ACCOUNTS, DEV_MNEMONIC
+from adapters._ed25519 import DEV_ACCOUNTS, DEV_MNEMONIC
 
 LAMPORTS_PER_SOL: Final = 1_000_000_000
 DEFAULT_GENESIS_SEED: Final = "scopecast solana-dev"

@@ -26,8 +26,8 @@ from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 
+from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
-from adapters.solana._keys import DEV_MNEMONIC, derive_keypairs
 from tests.support.inprocess import running_broker
 
 SOL = 1_000_000_000

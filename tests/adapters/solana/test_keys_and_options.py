@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.base import NetworkSpec
 from adapters.solana import SolanaDevAdapter, dev_chain_id
-from adapters.solana._keys import DEV_MNEMONIC, derive_keypairs
 from adapters.solana._options import SolanaDevOptions
 from schemas.errors import ConfigError
 

@@ -1,7 +1,7 @@
-"""The dev accounts: ed25519 keys of a BIP-39 mnemonic at Solana's path ``m/44'/501'/i'/0'``.
+"""ed25519 keys of a BIP-39 mnemonic at Solana's path ``m/44'/501'/i'/0'`` (shared by adapters).
 
 SLIP-0010 for ed25519 (every level hardened), the derivation ``solana-keygen`` and the common wallets
-use. The dev mnemonic's keys are public: they fund a dev chain, never real money.
+use. The dev mnemonic's keys are public: they fund dev chains, never real money.
 """
 
 from __future__ import annotations
