@@ -268,9 +268,12 @@ class AccountAdapter(ABC):
 
     @abstractmethod
     def prepare(
-        self, chain: str, method: str, params: list[Any], permitted: Sequence[str]
+        self, chain: str, method: str, params: list[Any] | dict[str, Any], permitted: Sequence[str]
     ) -> SigningRequest:
         """Validate ``params`` (raising ``InvalidParams`` naming the field) and describe the request.
+
+        ``params`` is the call's array, or its object for methods that take one (Solana's
+        ``signMessage {account, message}``).
 
         ``permitted`` are the accounts the caller may use on ``chain``; an account outside them
         raises ``Unauthorized``.

@@ -257,7 +257,8 @@ def build_network(spec: NetworkSpec) -> Network:
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     adapter = cls.from_spec(spec)
-    return Network(spec.name, spec.chain, adapter, direct_signing=spec.adapter == "devchain")
+    direct = spec.adapter in EMBEDDED_ADAPTERS
+    return Network(spec.name, spec.chain, adapter, direct_signing=direct)
 
 
 #: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
@@ -276,7 +277,7 @@ def _accounts(
     options = dict(config.accounts or {})
     name = options.pop("adapter", "keyring")
     chains = options.pop("chains", None)
-    dev_chains = [s.chain for s in specs if s.adapter == "devchain"]
+    dev_chains = [s.chain for s in specs if s.adapter in EMBEDDED_ADAPTERS]
     if chains is None:
         chains = dev_chains
     if name == "keyring":

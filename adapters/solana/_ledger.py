@@ -28,10 +28,10 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
+from adapters._base58 import b58encode
 from adapters._ed25519 import derive_keypairs
 
 from ._options import SolanaDevOptions
-from ._wire import b58encode
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
 BLOCKHASH_VALIDITY: Final = 150

@@ -16,6 +16,8 @@ from solders.message import from_bytes_versioned
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
+from adapters._base58 import b58encode
+
 from . import _wire as wire
 from ._errors import (
     MinContextSlotNotReached,
@@ -148,7 +150,7 @@ class SolanaMethods:
         self._commitment_only(params)
         return self._wrap(
             {
-                "blockhash": wire.b58encode(self.ledger.blockhash),
+                "blockhash": b58encode(self.ledger.blockhash),
                 "lastValidBlockHeight": self.ledger.last_valid_block_height(),
             }
         )
@@ -345,7 +347,7 @@ class SolanaMethods:
         if replace:
             tx = _with_blockhash(tx, self.ledger.blockhash)
             replacement = {
-                "blockhash": wire.b58encode(self.ledger.blockhash),
+                "blockhash": b58encode(self.ledger.blockhash),
                 "lastValidBlockHeight": self.ledger.last_valid_block_height(),
             }
         wanted = options.get("accounts")
@@ -428,7 +430,7 @@ def _transaction_json(record: TransactionRecord, encoding: str, versioned: bool)
     if encoding == "base64":
         transaction: Any = [base64.b64encode(raw).decode(), "base64"]
     elif encoding == "base58":
-        transaction = [wire.b58encode(raw), "base58"]
+        transaction = [b58encode(raw), "base58"]
     else:
         message = tx.message
         header = message.header
@@ -444,7 +446,7 @@ def _transaction_json(record: TransactionRecord, encoding: str, versioned: bool)
                 {
                     "programIdIndex": ix.program_id_index,
                     "accounts": list(ix.accounts),
-                    "data": wire.b58encode(bytes(ix.data)),
+                    "data": b58encode(bytes(ix.data)),
                     "stackHeight": None,
                 }
                 for ix in message.instructions

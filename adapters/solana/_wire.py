@@ -15,6 +15,8 @@ from solders.signature import Signature
 from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.transaction import VersionedTransaction
 
+from adapters._base58 import b58decode, b58encode
+
 from ._errors import invalid_param, invalid_params, invalid_request
 
 #: ``rentEpoch`` of every rent-exempt account, as Solana reports it (u64::MAX).
@@ -27,33 +29,6 @@ MAX_BASE58_TRANSACTION: Final = 1683
 MAX_BASE64_TRANSACTION: Final = 1644
 ACCOUNT_ENCODINGS: Final = frozenset({"binary", "base58", "base64", "base64+zstd", "jsonParsed"})
 _NONCE_ACCOUNT_SIZE: Final = 80
-
-_B58_ALPHABET: Final = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_B58_INDEX: Final = {c: i for i, c in enumerate(_B58_ALPHABET)}
-
-
-def b58encode(data: bytes) -> str:
-    number = int.from_bytes(data, "big")
-    out = []
-    while number:
-        number, rest = divmod(number, 58)
-        out.append(_B58_ALPHABET[rest])
-    zeros = len(data) - len(data.lstrip(b"\0"))
-    return "1" * zeros + "".join(reversed(out))
-
-
-def b58decode(text: str) -> bytes:
-    """``text`` decoded; ValueError for a character outside the alphabet."""
-    number = 0
-    for char in text:
-        digit = _B58_INDEX.get(char)
-        if digit is None:
-            raise ValueError(f"invalid base58 character {char!r}")
-        number = number * 58 + digit
-    zeros = len(text) - len(text.lstrip("1"))
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    return b"\0" * zeros + body
-
 
 # -- params -----------------------------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
 
+from adapters._base58 import b58encode
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import SolanaDevAdapter
-from adapters.solana._wire import b58encode
 from schemas.errors import MethodNotFound, RpcError
 
 from .conftest import Node, solana_spec
