@@ -31,6 +31,7 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from adapters._base58 import b58encode
 from adapters._ed25519 import derive_keypairs
 
+from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent
 from ._options import SolanaDevOptions
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
@@ -84,6 +85,20 @@ class Simulation:
     accounts: tuple[tuple[Pubkey, Account], ...]
 
 
+def writable_keys(tx: VersionedTransaction) -> list[Pubkey]:
+    """The static account keys ``tx`` may write (by its message header)."""
+    keys = list(tx.message.account_keys)
+    header = tx.message.header
+    signed = header.num_required_signatures
+    writable_signed = signed - header.num_readonly_signed_accounts
+    writable_unsigned_end = len(keys) - header.num_readonly_unsigned_accounts
+    return [
+        key
+        for index, key in enumerate(keys)
+        if index < writable_signed or signed <= index < writable_unsigned_end
+    ]
+
+
 class Ledger:
     """One Solana dev chain: accounts in LiteSVM, slots and history here."""
 
@@ -105,6 +120,7 @@ class Ledger:
         self.transaction_count = 0
         self._now = int(now)
         self._random = random.Random(self.genesis_hash)
+        self._events: list[SolanaEvent] = []
         self._sync_clock()
 
     def _fund(self, address: Pubkey, lamports: int) -> None:
@@ -165,6 +181,7 @@ class Ledger:
         while len(self._recent) > BLOCKHASH_VALIDITY + 1:
             del self._blockhashes[self._recent.popleft()]
         self._sync_clock()
+        self._events.append(SlotEvent(self.slot, closed.slot, closed.slot))
         return closed
 
     def demo_traffic(self, count: int = DEMO_TRANSFERS) -> list[TransactionRecord]:
@@ -238,6 +255,9 @@ class Ledger:
         self.transaction_count += 1
         for address in record.accounts:
             self._by_address.setdefault(address, []).append(signature)
+        self._events.append(TransactionEvent(record))
+        for key in writable_keys(tx):
+            self._events.append(AccountEvent(str(key), self.account(key), self.slot))
         return record
 
     def airdrop(self, to: Pubkey, lamports: int) -> VersionedTransaction:
@@ -246,6 +266,11 @@ class Ledger:
 
     def fee(self, tx: VersionedTransaction) -> int:
         return LAMPORTS_PER_SIGNATURE * tx.message.header.num_required_signatures
+
+    def take_events(self) -> list[SolanaEvent]:
+        """What changed since the last call, in order."""
+        events, self._events = self._events, []
+        return events
 
     # -- reads --------------------------------------------------------------------------------
 

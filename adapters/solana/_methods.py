@@ -74,8 +74,6 @@ class SolanaMethods:
     def __init__(self, ledger: Ledger, *, automine: bool) -> None:
         self.ledger = ledger
         self.automine = automine
-        #: Transactions landed since the caller last took them (for its notifications).
-        self.landed: list[TransactionRecord] = []
 
     METHODS: Final = frozenset(HANDLERS)
 
@@ -330,9 +328,7 @@ class SolanaMethods:
     def _land(self, tx: VersionedTransaction, now: float) -> TransactionRecord:
         if self.automine:
             self.ledger.advance(now)
-        record = self.ledger.execute(tx)
-        self.landed.append(record)
-        return record
+        return self.ledger.execute(tx)
 
     def simulate_transaction(self, params: list[Any], now: float) -> Any:
         value, raw_options = wire.positional(params, 1, 2)

@@ -190,7 +190,7 @@ def encode_account(
     """An account as ``getAccountInfo`` answers it."""
     data = bytes(account.data)
     return {
-        "data": encode_data(account, data, encoding, window),
+        "data": encode_data(account.owner, data, encoding, window),
         "executable": account.executable,
         "lamports": account.lamports,
         "owner": str(account.owner),
@@ -200,10 +200,11 @@ def encode_account(
 
 
 def encode_data(
-    account: Account, data: bytes, encoding: str, window: tuple[int, int] | None
+    owner: Pubkey | None, data: bytes, encoding: str, window: tuple[int, int] | None
 ) -> Any:
+    """Account data in ``encoding`` (``jsonParsed`` needs the ``owner`` to pick a parser)."""
     if encoding == "jsonParsed":
-        parsed = parse_system_account(account.owner, data)
+        parsed = None if owner is None else parse_system_account(owner, data)
         if parsed is not None:
             return parsed
         encoding = "base64"  # as Solana: an account no parser knows falls back to base64

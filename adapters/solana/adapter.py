@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -21,6 +22,7 @@ from adapters.base import BlockHandler, ChainAdapter, NetworkSpec
 from schemas.errors import ConfigError, MethodNotFound
 
 from ._errors import invalid_params
+from ._events import SolanaEvent
 from ._ledger import Ledger
 from ._methods import Handler, SolanaMethods
 from ._options import SolanaDevOptions
@@ -28,16 +30,8 @@ from ._options import SolanaDevOptions
 log = logging.getLogger(__name__)
 
 NAMESPACE: Final = "solana"
-#: The notifications of Solana's PubSub (delivered once the core routes Solana subscriptions).
-SOLANA_NOTIFICATIONS: Final = frozenset(
-    {
-        "slotNotification",
-        "accountNotification",
-        "signatureNotification",
-        "logsNotification",
-        "programNotification",
-    }
-)
+#: Events buffered per :meth:`SolanaDevAdapter.serve_events` consumer.
+EVENT_BUFFER: Final = 256
 
 
 def solana_chain_id(genesis_hash: str) -> str:
@@ -74,6 +68,7 @@ class SolanaDevAdapter(ChainAdapter):
         self._methods: SolanaMethods | None = None
         self._handlers: dict[str, Handler] = {}
         self._slots_running = False
+        self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
 
     @property
     def ledger(self) -> Ledger:
@@ -112,7 +107,9 @@ class SolanaDevAdapter(ChainAdapter):
             decoded = msgspec.json.decode(params)
         except msgspec.DecodeError:
             raise invalid_params("params are not JSON") from None
-        return handler(decoded, time.time())
+        result = handler(decoded, time.time())
+        await self._publish_events()
+        return result
 
     async def serve_ingestion(
         self,
@@ -135,6 +132,7 @@ class SolanaDevAdapter(ChainAdapter):
                 deadline += self.options.block_time
                 await trio.sleep_until(deadline)
                 self.produce_slot()
+                await self._publish_events()
         finally:
             self._slots_running = False
 
@@ -146,3 +144,36 @@ class SolanaDevAdapter(ChainAdapter):
         except Exception:  # the demo must never stop the chain
             log.exception("%s: demo traffic failed", self.spec.name)
         ledger.advance(time.time())
+
+    # -- events (for Solana's PubSub: see _pubsub) -----------------------------------------------
+
+    async def serve_events(
+        self,
+        chain: str,
+        on_event: Callable[[SolanaEvent], Awaitable[None]],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand every ledger event (slots, transactions, written accounts) to ``on_event`` in
+        order, until cancelled: the feed a Solana subscription hub renders notifications from.
+        A consumer falling :data:`EVENT_BUFFER` events behind holds up the ledger's callers."""
+        self._check_chain(chain)
+        send, receive = trio.open_memory_channel[SolanaEvent](EVENT_BUFFER)
+        self._event_consumers.add(send)
+        try:
+            task_status.started()
+            async with receive:
+                async for event in receive:
+                    await on_event(event)
+        finally:
+            self._event_consumers.discard(send)
+
+    async def _publish_events(self) -> None:
+        events = self.ledger.take_events()
+        for send in list(self._event_consumers):
+            for event in events:
+                try:
+                    await send.send(event)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._event_consumers.discard(send)
+                    break

@@ -1,0 +1,39 @@
+"""What the Solana dev ledger reports as it changes, for PubSub notifications (see :mod:`._pubsub`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from solders.account import Account
+
+if TYPE_CHECKING:
+    from ._ledger import TransactionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class SlotEvent:
+    """A new slot opened (``slotNotification``): its parent is final at once (the root)."""
+
+    slot: int
+    parent: int
+    root: int
+
+
+@dataclass(frozen=True, slots=True)
+class AccountEvent:
+    """An account a transaction could write, as it is after it (None: closed)."""
+
+    address: str
+    account: Account | None
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEvent:
+    """A transaction landed (``signatureNotification``, ``logsNotification``)."""
+
+    record: TransactionRecord
+
+
+SolanaEvent = SlotEvent | AccountEvent | TransactionEvent
