@@ -228,3 +228,20 @@ async def test_manual_approval_shows_the_message_and_the_transfer() -> None:
 async def transfer_from_direct(node: Any, sender: str, to: str, lamports: int) -> str:
     latest = await node.rpc("getLatestBlockhash", network="solana")
     return unsigned_transfer(sender, to, lamports, latest["result"]["value"]["blockhash"])
+
+
+async def test_direct_signing_on_the_solana_network() -> None:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node:
+            message = base64.b64encode(b"hello from scopecast").decode()
+            reply = await node.rpc(
+                "signMessage",
+                {"account": {"address": ALICE}, "message": message},
+                network="solana",
+            )
+            assert reply["result"]["signature"] == (
+                "52vBkakcqorBpB1KuuaA7saVxj8j1SsY4yVfrkwUj3Nc6MkDxmsCbZYiZZ7LnMmda6c78SBGrKvqYN9oxjJL63Yg"
+            )
+            # ...but not for the dev network's account methods, nor EVM ones on Solana.
+            evm = await node.rpc("personal_sign", ["0x68656c6c6f", ALICE], network="solana")
+            assert evm["error"]["code"] == -32601
