@@ -13,7 +13,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import msgspec
 import trio
@@ -210,6 +210,25 @@ class ChainAdapter(ABC):
         """What ``chain`` serves at this instant, if the adapter knows it synchronously (an
         in-process chain does). None (the default): the broker follows the adapter's heads."""
         return None
+
+
+class NetworkChainAdapter(ChainAdapter):
+    """A chain adapter built for one configured network, serving its one chain: subclass it to
+    be given ``spec``, :meth:`from_spec`, :meth:`chains` and :meth:`_check_chain`."""
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        self.spec = spec
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> Self:
+        return cls(spec)
+
+    def chains(self) -> list[str]:
+        return [self.spec.chain]
+
+    def _check_chain(self, chain: str) -> None:
+        if chain != self.spec.chain:
+            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
 
 
 ChainReader = Callable[[str, list[Any]], Awaitable[Any]]

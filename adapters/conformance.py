@@ -72,7 +72,8 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     if isinstance(chain_id, msgspec.Raw):
         chain_id = msgspec.json.decode(chain_id)
     assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
-    await _check_params_errors(adapter, chain)
+    bad = ({"not": "an array"}, ["not-a-block-tag", "x"])
+    await _check_params_errors(adapter, chain, "eth_getBlockByNumber", bad)
     await _check_blocks(adapter, chain)
 
 
@@ -122,26 +123,24 @@ async def check_solana_chain(adapter: ChainAdapter, chain: str) -> None:
     unknown = await _decoded(adapter, chain, "getAccountInfo", [_NEVER_FUNDED])
     assert isinstance(unknown, dict)
     assert unknown["value"] is None, "an account never funded is null"
-    for params in ([], ["not-a-pubkey!"], [17], {"not": "an array"}):
-        try:
-            await adapter.call(chain, "getBalance", _raw(params))
-        except RpcError as exc:
-            if exc.code == InvalidParams.code:
-                continue
-            raise AssertionError(f"bad params must be -32602, got {exc!r}") from exc
-        raise AssertionError(f"getBalance accepted {params!r}")
+    await _check_params_errors(
+        adapter, chain, "getBalance", ([], ["not-a-pubkey!"], [17], {"not": "an array"})
+    )
 
 
-async def _check_params_errors(adapter: ChainAdapter, chain: str) -> None:
-    for params in ({"not": "an array"}, ["not-a-block-tag", "x"]):
+async def _check_params_errors(
+    adapter: ChainAdapter, chain: str, method: str, bad: tuple[object, ...]
+) -> None:
+    """Each of the ``bad`` params of ``method`` is refused with -32602."""
+    for params in bad:
         try:
-            await adapter.call(chain, "eth_getBlockByNumber", _raw(params))
+            await adapter.call(chain, method, _raw(params))
         except RpcError as exc:
             # The wire code is the contract: a proxy passes a node's -32602 on as it came.
             if exc.code == InvalidParams.code:
                 continue
             raise AssertionError(f"bad params must be -32602, got {exc!r}") from exc
-        raise AssertionError(f"eth_getBlockByNumber accepted {params!r}")
+        raise AssertionError(f"{method} accepted {params!r}")
 
 
 async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:

@@ -120,6 +120,16 @@ def _scope(params: Mapping[str, Any], chain: str) -> None:
         raise InvalidParams(f"scope: {scope!r} is not this request's chain {chain}")
 
 
+def _transaction_intent(
+    signer: str, tx: VersionedTransaction, body: Mapping[str, Any], options_key: str
+) -> Prepared:
+    """A transaction to sign by ``signer``, with the send options ``body[options_key]``."""
+    options = body.get(options_key) or {}
+    if not isinstance(options, dict):
+        raise InvalidParams(f"{options_key}: want an object")
+    return Prepared(signer, {"account": signer, **describe_transaction(tx)}, (tx, options))
+
+
 # -- summaries --------------------------------------------------------------------------------------
 
 
@@ -184,11 +194,7 @@ def _prepare_sign_transaction(
     body = _object(params)
     _scope(body, chain)
     signer = keys.signer(_account_address(body), permitted)
-    tx = _transaction(body.get("transaction"))
-    options = body.get("options") or {}
-    if not isinstance(options, dict):
-        raise InvalidParams("options: want an object")
-    return Prepared(signer, {"account": signer, **describe_transaction(tx)}, (tx, options))
+    return _transaction_intent(signer, _transaction(body.get("transaction")), body, "options")
 
 
 async def _sign_transaction(keys: SolanaKeys, request: SigningRequest, read: ChainReader) -> Any:
@@ -309,11 +315,7 @@ def _prepare_wc_transaction(
 ) -> Prepared:
     body = _object(params)
     tx = _transaction(body.get("transaction"))
-    signer = _fee_payer(tx, keys, permitted)
-    options = body.get("sendOptions") or {}
-    if not isinstance(options, dict):
-        raise InvalidParams("sendOptions: want an object")
-    return Prepared(signer, {"account": signer, **describe_transaction(tx)}, (tx, options))
+    return _transaction_intent(_fee_payer(tx, keys, permitted), tx, body, "sendOptions")
 
 
 async def _wc_sign_transaction(keys: SolanaKeys, request: SigningRequest, read: ChainReader) -> Any:

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from solders.account import Account
+from solders.transaction import VersionedTransaction
 
-if TYPE_CHECKING:
-    from ._ledger import TransactionRecord
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    """A transaction that landed in a slot (failed or not), with what ``getTransaction`` shows."""
+
+    signature: str
+    slot: int
+    block_time: int
+    tx: VersionedTransaction
+    err: Any
+    logs: tuple[str, ...]
+    fee: int
+    units: int
+    accounts: tuple[str, ...]
+    pre_balances: tuple[int, ...]
+    post_balances: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from adapters._base58 import b58encode
 from adapters._ed25519 import derive_keypairs
 
-from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent
+from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
 from ._options import SolanaDevOptions
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
@@ -46,23 +46,6 @@ DEMO_LAMPORTS: Final = (1_000, 1_000_000)
 
 def _genesis_hash(options: SolanaDevOptions) -> bytes:
     return hashlib.sha256(options.genesis_seed.encode()).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionRecord:
-    """A transaction that landed in a slot (failed or not), with what ``getTransaction`` shows."""
-
-    signature: str
-    slot: int
-    block_time: int
-    tx: VersionedTransaction
-    err: Any
-    logs: tuple[str, ...]
-    fee: int
-    units: int
-    accounts: tuple[str, ...]
-    pre_balances: tuple[int, ...]
-    post_balances: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)

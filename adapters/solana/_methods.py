@@ -27,7 +27,8 @@ from ._errors import (
     invalid_params,
     preflight_failure,
 )
-from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, TransactionRecord
+from ._events import TransactionRecord
+from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -40,15 +41,18 @@ COMMITMENTS: Final = frozenset({"processed", "confirmed", "finalized"})
 
 Handler = Callable[[list[Any], float], Any]
 
+#: RPC methods answering one number of the ledger -> its :class:`Ledger` attribute.
+READINGS: Final[dict[str, str]] = {
+    "getSlot": "slot",
+    "getBlockHeight": "block_height",
+    "getTransactionCount": "transaction_count",
+}
 #: RPC method name -> :class:`SolanaMethods` handler attribute.
 HANDLERS: Final[dict[str, str]] = {
     "getVersion": "get_version",
     "getHealth": "get_health",
     "getGenesisHash": "get_genesis_hash",
-    "getSlot": "get_slot",
-    "getBlockHeight": "get_block_height",
     "getEpochInfo": "get_epoch_info",
-    "getTransactionCount": "get_transaction_count",
     "getLatestBlockhash": "get_latest_blockhash",
     "isBlockhashValid": "is_blockhash_valid",
     "getBalance": "get_balance",
@@ -75,10 +79,24 @@ class SolanaMethods:
         self.ledger = ledger
         self.automine = automine
 
-    METHODS: Final = frozenset(HANDLERS)
+    METHODS: Final = frozenset(HANDLERS) | frozenset(READINGS)
 
     def table(self) -> dict[str, Handler]:
-        return {name: getattr(self, attribute) for name, attribute in HANDLERS.items()}
+        table: dict[str, Handler] = {
+            name: getattr(self, attribute) for name, attribute in HANDLERS.items()
+        }
+        for name, attribute in READINGS.items():
+            table[name] = self._reading(attribute)
+        return table
+
+    def _reading(self, attribute: str) -> Handler:
+        """A method answering one number of the ledger, with an optional config."""
+
+        def read(params: list[Any], now: float) -> Any:
+            self._commitment_only(params)
+            return getattr(self.ledger, attribute)
+
+        return read
 
     # -- shared -------------------------------------------------------------------------------
 
@@ -119,18 +137,6 @@ class SolanaMethods:
     def get_genesis_hash(self, params: list[Any], now: float) -> Any:
         wire.positional(params, 0, 0)
         return self.ledger.genesis
-
-    def get_slot(self, params: list[Any], now: float) -> Any:
-        self._commitment_only(params)
-        return self.ledger.slot
-
-    def get_block_height(self, params: list[Any], now: float) -> Any:
-        self._commitment_only(params)
-        return self.ledger.block_height
-
-    def get_transaction_count(self, params: list[Any], now: float) -> Any:
-        self._commitment_only(params)
-        return self.ledger.transaction_count
 
     def get_epoch_info(self, params: list[Any], now: float) -> Any:
         self._commitment_only(params)
@@ -199,11 +205,7 @@ class SolanaMethods:
 
     def get_multiple_accounts(self, params: list[Any], now: float) -> Any:
         addresses, value = wire.positional(params, 1, 2)
-        if not isinstance(addresses, list):
-            raise invalid_params("invalid type, expected a sequence of addresses")
-        if len(addresses) > MAX_MULTIPLE_ACCOUNTS:
-            raise invalid_params(f"Too many inputs provided; max {MAX_MULTIPLE_ACCOUNTS}")
-        keys = [wire.pubkey(address) for address in addresses]
+        keys = [wire.pubkey(a) for a in wire.bounded_list(addresses, MAX_MULTIPLE_ACCOUNTS)]
         options = self._config(value)
         encoding = wire.account_encoding(options, "base64")
         window = wire.data_slice(options)
@@ -227,11 +229,8 @@ class SolanaMethods:
 
     def get_signature_statuses(self, params: list[Any], now: float) -> Any:
         signatures, value = wire.positional(params, 1, 2)
-        if not isinstance(signatures, list):
-            raise invalid_params("invalid type, expected a sequence of signatures")
-        if len(signatures) > MAX_SIGNATURE_STATUSES:
-            raise invalid_params(f"Too many inputs provided; max {MAX_SIGNATURE_STATUSES}")
-        wanted = [str(wire.signature(s)) for s in signatures]
+        listed = wire.bounded_list(signatures, MAX_SIGNATURE_STATUSES)
+        wanted = [str(wire.signature(s)) for s in listed]
         wire.config(value)
         return self._wrap([self._status(self.ledger.transactions.get(s)) for s in wanted])
 

@@ -46,40 +46,40 @@ def positional(params: Any, required: int, total: int) -> list[Any]:
     return [*params, *([None] * (total - len(params)))]
 
 
-def pubkey(value: Any) -> Pubkey:
+def _base58_bytes(value: Any, size: int, wrong_size: str) -> bytes:
+    """A base58 string of ``size`` bytes; Solana's -32602 texts otherwise."""
     if not isinstance(value, str):
         raise invalid_params(f"invalid type: {_json_type(value)}, expected a string")
     try:
         raw = b58decode(value)
     except ValueError:
         raise invalid_param("Invalid") from None
-    if len(raw) != 32:
-        raise invalid_param("WrongSize" if len(value) <= 44 else "Invalid")
-    return Pubkey.from_bytes(raw)
+    if len(raw) != size:
+        raise invalid_param(wrong_size)
+    return raw
+
+
+def pubkey(value: Any) -> Pubkey:
+    """An address (``Invalid param: WrongSize`` for a short one, as Solana)."""
+    too_long = isinstance(value, str) and len(value) > 44
+    return Pubkey.from_bytes(_base58_bytes(value, 32, "Invalid" if too_long else "WrongSize"))
 
 
 def blockhash(value: Any) -> Hash:
-    if not isinstance(value, str):
-        raise invalid_params(f"invalid type: {_json_type(value)}, expected a string")
-    try:
-        raw = b58decode(value)
-    except ValueError:
-        raise invalid_param("Invalid") from None
-    if len(raw) != 32:
-        raise invalid_param("WrongSize")
-    return Hash.from_bytes(raw)
+    return Hash.from_bytes(_base58_bytes(value, 32, "WrongSize"))
 
 
 def signature(value: Any) -> Signature:
-    if not isinstance(value, str):
-        raise invalid_params(f"invalid type: {_json_type(value)}, expected a string")
-    try:
-        raw = b58decode(value)
-    except ValueError:
-        raw = b""
-    if len(raw) != 64:
-        raise invalid_param("Invalid")
-    return Signature.from_bytes(raw)
+    return Signature.from_bytes(_base58_bytes(value, 64, "Invalid"))
+
+
+def bounded_list(value: Any, most: int) -> list[Any]:
+    """An array param of at most ``most`` entries (Solana's "Too many inputs provided")."""
+    if not isinstance(value, list):
+        raise invalid_params(f"invalid type: {_json_type(value)}, expected a sequence")
+    if len(value) > most:
+        raise invalid_params(f"Too many inputs provided; max {most}")
+    return value
 
 
 def config(value: Any) -> Mapping[str, Any]:

@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import BlockHandler, ChainAdapter, NetworkSpec
+from adapters.base import BlockHandler, NetworkChainAdapter, NetworkSpec
 from schemas.errors import ConfigError, MethodNotFound
 
 from ._errors import invalid_params
@@ -46,16 +46,13 @@ def dev_chain_id(options: dict[str, Any] | None = None) -> str:
     return solana_chain_id(Ledger.genesis_of(decoded))
 
 
-class SolanaDevAdapter(ChainAdapter):
+class SolanaDevAdapter(NetworkChainAdapter):
     """A Solana dev chain in process (options: :class:`SolanaDevOptions`)."""
 
     name: ClassVar[str] = "solana-dev"
 
-    @classmethod
-    def from_spec(cls, spec: NetworkSpec) -> SolanaDevAdapter:
-        return cls(spec)
-
     def __init__(self, spec: NetworkSpec) -> None:
+        super().__init__(spec)
         self.options = decode_options(spec, SolanaDevOptions, self.name)
         expected = solana_chain_id(Ledger.genesis_of(self.options))
         if spec.chain != expected:
@@ -63,7 +60,6 @@ class SolanaDevAdapter(ChainAdapter):
                 f"networks.{spec.name} ({self.name} adapter): this chain is {expected} (from its "
                 f"genesis_seed), not {spec.chain}"
             )
-        self.spec = spec
         self._ledger: Ledger | None = None
         self._methods: SolanaMethods | None = None
         self._handlers: dict[str, Handler] = {}
@@ -82,13 +78,6 @@ class SolanaDevAdapter(ChainAdapter):
         self._ledger = Ledger(self.options, time.time())
         self._methods = SolanaMethods(self._ledger, automine=self.options.block_time == 0)
         self._handlers = self._methods.table()
-
-    def chains(self) -> list[str]:
-        return [self.spec.chain]
-
-    def _check_chain(self, chain: str) -> None:
-        if chain != self.spec.chain:
-            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
 
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
