@@ -42,6 +42,9 @@ FAUCET_LAMPORTS: Final = 10**18
 #: Demo transfers per timed slot, and their size in lamports.
 DEMO_TRANSFERS: Final = 2
 DEMO_LAMPORTS: Final = (1_000, 1_000_000)
+#: Transactions (and slots) kept for getTransaction, getSignatureStatuses and
+#: getSignaturesForAddress: a dev node producing slots for days stays bounded.
+MAX_HISTORY: Final = 100_000
 
 
 def _genesis_hash(options: SolanaDevOptions) -> bytes:
@@ -98,7 +101,7 @@ class Ledger:
         self._recent: deque[bytes] = deque([self.genesis_hash])
         self._slot_signatures: list[str] = []
         self.slots: dict[int, SlotRecord] = {}
-        self.transactions: dict[str, TransactionRecord] = {}
+        self.transactions: dict[str, TransactionRecord] = {}  # oldest first
         self._by_address: dict[str, list[str]] = {}
         self.transaction_count = 0
         self._now = int(now)
@@ -155,6 +158,8 @@ class Ledger:
             tuple(self._slot_signatures),
         )
         self.slots[self.slot] = closed
+        if len(self.slots) > MAX_HISTORY:
+            del self.slots[next(iter(self.slots))]
         self._slot_signatures = []
         self.slot += 1
         self._now = max(self._now, int(now))
@@ -238,10 +243,21 @@ class Ledger:
         self.transaction_count += 1
         for address in record.accounts:
             self._by_address.setdefault(address, []).append(signature)
+        if len(self.transactions) > MAX_HISTORY:
+            self._forget(next(iter(self.transactions)))
         self._events.append(TransactionEvent(record))
         for key in writable_keys(tx):
             self._events.append(AccountEvent(str(key), self.account(key), self.slot))
         return record
+
+    def _forget(self, signature: str) -> None:
+        """Drop the oldest transaction from the history (it is the oldest of its addresses too)."""
+        record = self.transactions.pop(signature)
+        for address in dict.fromkeys(record.accounts):
+            listed = self._by_address[address]
+            listed.pop(0)
+            if not listed:
+                del self._by_address[address]
 
     def airdrop(self, to: Pubkey, lamports: int) -> VersionedTransaction:
         """A transfer from the faucet (``requestAirdrop``), for :meth:`execute`."""

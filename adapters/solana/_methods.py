@@ -359,11 +359,10 @@ class SolanaMethods:
         result = _simulation_json(simulation, replacement)
         if addresses is not None:
             post = dict(simulation.accounts)
+            after = [post.get(a) or self.ledger.account(a) for a in addresses]
             result["accounts"] = [
-                None
-                if (post.get(a) or self.ledger.account(a)) is None
-                else wire.encode_account(post.get(a) or self.ledger.account(a), encoding, None)  # type: ignore[arg-type]
-                for a in addresses
+                None if account is None else wire.encode_account(account, encoding, None)
+                for account in after
             ]
         return self._wrap(result)
 

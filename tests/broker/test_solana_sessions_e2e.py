@@ -84,6 +84,28 @@ async def test_one_session_holds_both_chains_with_base58_accounts() -> None:
             assert balance["value"] == 1000 * SOL
 
 
+async def test_a_solana_namespace_scope_with_references() -> None:
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:
+            reference = SOLANA.split(":", 1)[1]
+            scope = {"references": [reference], "methods": ["getSlot"], "notifications": []}
+            created = await conn.result(
+                "wallet_createSession", {"optionalScopes": {"solana": scope}}
+            )
+            assert created["sessionScopes"] == {
+                SOLANA: {
+                    "methods": ["getSlot"],
+                    "notifications": [],
+                    "accounts": [f"{SOLANA}:{ALICE}"],
+                }
+            }
+            unknown = {**scope, "references": ["5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"]}
+            refused = await conn.call(
+                "wallet_createSession", {"requiredScopes": {"solana": unknown}}
+            )
+            assert refused["error"]["code"] == 5100  # no network serves Solana mainnet here
+
+
 async def test_solana_signing_through_wallet_invoke_method() -> None:
     with trio.fail_after(60):
         async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:

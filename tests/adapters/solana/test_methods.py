@@ -283,3 +283,15 @@ async def test_timed_slots_carry_demo_transfers(autojump_clock: trio.testing.Moc
     tx = signed_transfer(ALICE, BOB.pubkey(), 1, await blockhash(node))
     await node("sendTransaction", tx, {"encoding": "base64"})
     assert await node("getSlot") == 3
+
+
+async def test_the_history_is_bounded(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.solana import _ledger
+
+    monkeypatch.setattr(_ledger, "MAX_HISTORY", 3)
+    signatures = [await node("requestAirdrop", str(BOB.pubkey()), n + 1) for n in range(5)]
+    statuses = (await node("getSignatureStatuses", signatures))["value"]
+    assert [status is not None for status in statuses] == [False, False, True, True, True]
+    history = await node("getSignaturesForAddress", str(BOB.pubkey()))
+    assert [entry["signature"] for entry in history] == signatures[:1:-1]
+    assert len(node.adapter.ledger.slots) == 3
