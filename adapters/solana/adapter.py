@@ -18,9 +18,10 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import BlockHandler, NetworkChainAdapter, NetworkSpec
+from adapters.base import BlockHandler, MethodDocs, NetworkChainAdapter, NetworkSpec
 from schemas.errors import ConfigError, MethodNotFound
 
+from ._docs import solana_docs
 from ._errors import invalid_params
 from ._events import SolanaEvent
 from ._ledger import Ledger
@@ -82,6 +83,9 @@ class SolanaDevAdapter(NetworkChainAdapter):
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
         return frozenset(SolanaMethods.METHODS)
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return solana_docs(self.methods(chain))
 
     def notifications(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)

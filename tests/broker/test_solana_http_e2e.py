@@ -51,3 +51,20 @@ async def test_solana_batches_errors_and_api_keys() -> None:
                 json={"jsonrpc": "2.0", "id": 1, "method": "getSlot"},
             )
             assert bad_key.status_code == 401
+
+
+async def test_rpc_discover_describes_the_solana_methods() -> None:
+    from adapters.solana._docs import METHOD_DOCS
+    from adapters.solana._methods import SolanaMethods
+    from tests.broker.test_discover_e2e import errors_of
+
+    assert set(METHOD_DOCS) == SolanaMethods.METHODS, "every Solana method is described"
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node:
+            document = (await node.rpc("rpc.discover", network="solana"))["result"]
+    assert errors_of(document) == []
+    methods = {method["name"]: method for method in document["methods"]}
+    send = methods["sendTransaction"]
+    assert [param["name"] for param in send["params"]] == ["transaction", "config"]
+    assert {"code": -32002, "message": "Transaction simulation failed"} in send["errors"]
+    assert "SolanaAddress" in document["components"]["schemas"]
