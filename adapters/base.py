@@ -13,7 +13,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import msgspec
 import trio
@@ -212,6 +212,25 @@ class ChainAdapter(ABC):
         return None
 
 
+class NetworkChainAdapter(ChainAdapter):
+    """A chain adapter built for one configured network, serving its one chain: subclass it to
+    be given ``spec``, :meth:`from_spec`, :meth:`chains` and :meth:`_check_chain`."""
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        self.spec = spec
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> Self:
+        return cls(spec)
+
+    def chains(self) -> list[str]:
+        return [self.spec.chain]
+
+    def _check_chain(self, chain: str) -> None:
+        if chain != self.spec.chain:
+            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
+
+
 ChainReader = Callable[[str, list[Any]], Awaitable[Any]]
 """``await read(method, params)``: a node call on the chain a signing request is for."""
 
@@ -268,9 +287,12 @@ class AccountAdapter(ABC):
 
     @abstractmethod
     def prepare(
-        self, chain: str, method: str, params: list[Any], permitted: Sequence[str]
+        self, chain: str, method: str, params: list[Any] | dict[str, Any], permitted: Sequence[str]
     ) -> SigningRequest:
         """Validate ``params`` (raising ``InvalidParams`` naming the field) and describe the request.
+
+        ``params`` is the call's array, or its object for methods that take one (Solana's
+        ``signMessage {account, message}``).
 
         ``permitted`` are the accounts the caller may use on ``chain``; an account outside them
         raises ``Unauthorized``.

@@ -3,7 +3,8 @@
 Like ``trio.testing.check_two_way_stream`` for streams: the contract of :mod:`adapters.base` is
 asserted here once, so that every adapter is held to the same rules the broker relies on.
 :func:`check_chain_adapter` runs the chain-neutral checks on every chain an adapter serves, then
-the checks of the chain's family where one exists (:func:`check_evm_chain` for ``eip155``).
+the checks of the chain's family where one exists (:func:`check_evm_chain` for ``eip155``,
+:func:`check_solana_chain` for ``solana``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ async def check_chain_adapter(adapter: ChainAdapter) -> None:
         await check_chain_neutral(adapter, chain)
         if chain.startswith("eip155:"):
             await check_evm_chain(adapter, chain)
+        elif chain.startswith("solana:"):
+            await check_solana_chain(adapter, chain)
 
 
 async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
@@ -69,20 +72,75 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     if isinstance(chain_id, msgspec.Raw):
         chain_id = msgspec.json.decode(chain_id)
     assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
-    await _check_params_errors(adapter, chain)
+    bad = ({"not": "an array"}, ["not-a-block-tag", "x"])
+    await _check_params_errors(adapter, chain, "eth_getBlockByNumber", bad)
     await _check_blocks(adapter, chain)
 
 
-async def _check_params_errors(adapter: ChainAdapter, chain: str) -> None:
-    for params in ({"not": "an array"}, ["not-a-block-tag", "x"]):
+#: Solana's PubSub notifications: all a ``solana`` chain may deliver.
+SOLANA_NOTIFICATIONS = frozenset(
+    {
+        "slotNotification",
+        "accountNotification",
+        "signatureNotification",
+        "logsNotification",
+        "programNotification",
+        "rootNotification",
+        "blockNotification",
+        "voteNotification",
+        "slotsUpdatesNotification",
+    }
+)
+#: An address no chain funds (the SHA-256 of "scopecast: never funded", in base58).
+_NEVER_FUNDED = "Bd9da5UvqK81ca1dRRgBRePLzvpg28EGDRwg6SBc9B1h"
+_BASE58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,44}$")
+
+
+async def _decoded(adapter: ChainAdapter, chain: str, method: str, params: object) -> object:
+    answer = await adapter.call(chain, method, _raw(params))
+    return msgspec.json.decode(answer) if isinstance(answer, msgspec.Raw) else answer
+
+
+async def check_solana_chain(adapter: ChainAdapter, chain: str) -> None:
+    """What a ``solana`` chain adapter must do: the answers Solana clients build on."""
+    methods = adapter.methods(chain)
+    for method in ("getGenesisHash", "getSlot", "getLatestBlockhash", "getBalance"):
+        assert method in methods, f"a Solana adapter answers {method}"
+    assert adapter.notifications(chain) <= SOLANA_NOTIFICATIONS, "Solana's notification names"
+    genesis = await _decoded(adapter, chain, "getGenesisHash", [])
+    assert isinstance(genesis, str)
+    assert _BASE58.match(genesis), "the genesis hash is base58"
+    assert chain == f"solana:{genesis[:32]}", "the CAIP-2 reference is the genesis hash's prefix"
+    slot = await _decoded(adapter, chain, "getSlot", [])
+    assert isinstance(slot, int)
+    assert slot >= 0
+    latest = await _decoded(adapter, chain, "getLatestBlockhash", [])
+    assert isinstance(latest, dict)
+    assert set(latest) == {"context", "value"}, "{context, value} as Solana wraps answers"
+    assert latest["context"]["slot"] >= slot
+    assert _BASE58.match(latest["value"]["blockhash"])
+    assert isinstance(latest["value"]["lastValidBlockHeight"], int)
+    unknown = await _decoded(adapter, chain, "getAccountInfo", [_NEVER_FUNDED])
+    assert isinstance(unknown, dict)
+    assert unknown["value"] is None, "an account never funded is null"
+    await _check_params_errors(
+        adapter, chain, "getBalance", ([], ["not-a-pubkey!"], [17], {"not": "an array"})
+    )
+
+
+async def _check_params_errors(
+    adapter: ChainAdapter, chain: str, method: str, bad: tuple[object, ...]
+) -> None:
+    """Each of the ``bad`` params of ``method`` is refused with -32602."""
+    for params in bad:
         try:
-            await adapter.call(chain, "eth_getBlockByNumber", _raw(params))
+            await adapter.call(chain, method, _raw(params))
         except RpcError as exc:
             # The wire code is the contract: a proxy passes a node's -32602 on as it came.
             if exc.code == InvalidParams.code:
                 continue
             raise AssertionError(f"bad params must be -32602, got {exc!r}") from exc
-        raise AssertionError(f"eth_getBlockByNumber accepted {params!r}")
+        raise AssertionError(f"{method} accepted {params!r}")
 
 
 async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:

@@ -38,6 +38,9 @@ log = logging.getLogger("scopecast")
 
 DEV_NETWORK = "dev"
 DEV_CHAIN = "eip155:1337"
+SOLANA_NETWORK = "solana"
+#: Adapters whose chain lives inside the process (never shared between processes).
+EMBEDDED_ADAPTERS = frozenset({"devchain", "solana-dev"})
 DEV_ADMIN_TOKEN = "dev"
 
 SETTINGS_HELP = """\
@@ -149,7 +152,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--block-time",
         type=float,
-        help="dev chain: mine a block with demo token transfers every S seconds (0: on demand)",
+        help="dev chains: mine a block with demo token transfers (Solana: a slot with demo SOL "
+        "transfers) every S seconds (0: on demand, each transaction at once)",
     )
     serve.add_argument("--genesis", type=Path, help="dev chain: start from this geth genesis file")
     serve.add_argument("--chain-file", type=Path, help="dev chain: import these RLP-encoded blocks")
@@ -239,6 +243,14 @@ def _dev_network(args: argparse.Namespace) -> NetworkSpec:
     return NetworkSpec(DEV_NETWORK, chain, "devchain", options)
 
 
+def _solana_network(args: argparse.Namespace) -> NetworkSpec:
+    """The Solana dev network served beside the dev chain when no network is configured."""
+    from adapters.solana import dev_chain_id
+
+    options: dict[str, object] = {"block_time": args.block_time or 0.0}
+    return NetworkSpec(SOLANA_NETWORK, dev_chain_id(options), "solana-dev", options)
+
+
 def build_network(spec: NetworkSpec) -> Network:
     """Build the chain adapter a network spec names."""
     try:
@@ -248,7 +260,8 @@ def build_network(spec: NetworkSpec) -> Network:
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     adapter = cls.from_spec(spec)
-    return Network(spec.name, spec.chain, adapter, direct_signing=spec.adapter == "devchain")
+    direct = spec.adapter in EMBEDDED_ADAPTERS
+    return Network(spec.name, spec.chain, adapter, direct_signing=direct)
 
 
 #: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
@@ -267,7 +280,7 @@ def _accounts(
     options = dict(config.accounts or {})
     name = options.pop("adapter", "keyring")
     chains = options.pop("chains", None)
-    dev_chains = [s.chain for s in specs if s.adapter == "devchain"]
+    dev_chains = [s.chain for s in specs if s.adapter in EMBEDDED_ADAPTERS]
     if chains is None:
         chains = dev_chains
     if name == "keyring":
@@ -310,7 +323,7 @@ def _require_upstreams(specs: Sequence[NetworkSpec], what: str) -> None:
             f"{what}: configure upstream networks ([networks.*] upstreams) in --config"
         )
     for spec in specs:
-        if spec.adapter == "devchain":
+        if spec.adapter in EMBEDDED_ADAPTERS:
             raise ConfigError(
                 f"{what}: network {spec.name} is an embedded dev chain; with several processes "
                 "every network is an upstream network (serve a dev chain with its own "
@@ -361,11 +374,11 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
             "network's table instead"
         )
     if not specs:
-        specs = [_dev_network(args)]
+        specs = [_dev_network(args), _solana_network(args)]
     elif args.block_time is not None:
         specs = [
             NetworkSpec(s.name, s.chain, s.adapter, {**s.options, "block_time": args.block_time})
-            if s.adapter == "devchain"
+            if s.adapter in EMBEDDED_ADAPTERS
             else s
             for s in specs
         ]

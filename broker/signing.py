@@ -48,7 +48,7 @@ class SigningGateway:
         else:
             raise Unauthorized()
         args = msgspec.json.decode(params)
-        if not isinstance(args, list):
+        if not isinstance(args, list | dict):  # an object: Solana's account methods take one
             raise InvalidParams("non-array args")
         request = adapter.prepare(chain, method, args, permitted)
         await self.policy.approve_signature(Identity.of(ctx.api_key, ctx.origin), request)

@@ -23,6 +23,7 @@ from adapters.base import (
     BlockHandler,
     CacheEpoch,
     ChainBlock,
+    NetworkChainAdapter,
     NetworkSpec,
 )
 from adapters.evm.chain_adapter import EvmChainAdapter
@@ -122,7 +123,7 @@ def chain_id_of(caip2: str) -> int:
     return int(reference)
 
 
-class DevChainAdapter(EvmChainAdapter):
+class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
     """An embedded py-evm chain (the dev chain, or a geth genesis + chain file import).
 
     Options: ``block_time`` (seconds between blocks, with demo traffic on the dev chain; 0 mines on
@@ -132,13 +133,9 @@ class DevChainAdapter(EvmChainAdapter):
 
     name: ClassVar[str] = "devchain"
 
-    @classmethod
-    def from_spec(cls, spec: NetworkSpec) -> DevChainAdapter:
-        return cls(spec)
-
     def __init__(self, spec: NetworkSpec) -> None:
+        super().__init__(spec)
         self.options = decode_options(spec, DevChainOptions, self.name)
-        self.spec = spec
         self.chain_id = chain_id_of(spec.chain)
         self._chain: LocalChain | None = None
         self._accounts: tuple[DevAccount, ...] = ()
@@ -247,16 +244,9 @@ class DevChainAdapter(EvmChainAdapter):
         chain.adopt(record)
         self._demo = demo.DemoTraffic(self._accounts)
 
-    def chains(self) -> list[str]:
-        return [self.spec.chain]
-
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
         return _METHODS
-
-    def _check_chain(self, chain: str) -> None:
-        if chain != self.spec.chain:
-            raise ValueError(f"{self.name} serves {self.spec.chain}, not {chain}")
 
     def cache_epoch(self, chain: str) -> CacheEpoch | None:
         return self.chain.epoch() if chain == self.spec.chain and self._chain is not None else None

@@ -12,12 +12,12 @@ import trio
 
 from adapters.base import AccountAdapter, ChainReader, MethodDocs, SigningRequest
 from adapters.evm.openrpc import evm_docs
-from adapters.keyring import _personal_sign, _transaction, _typed_data, _user_operations
+from adapters.keyring import _personal_sign, _solana, _transaction, _typed_data, _user_operations
 from adapters.keyring._config import KeyringOptions, UserOpConfig
 from adapters.keyring._keys import KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
 from adapters.keyring._wallet import Handler, Wallet
-from schemas.errors import MethodNotFound, Unauthorized
+from schemas.errors import InvalidParams, MethodNotFound, Unauthorized
 
 HANDLERS: Final[Mapping[str, Handler]] = {
     "personal_sign": _personal_sign.HANDLER,
@@ -30,8 +30,13 @@ HANDLERS: Final[Mapping[str, Handler]] = {
 METHODS: Final = frozenset(HANDLERS)
 
 
+def _is_solana(chain: str) -> bool:
+    return chain.startswith("solana:")
+
+
 class KeyringAdapter(AccountAdapter):
-    """Accounts whose private keys scopecast holds, for any number of ``eip155`` chains.
+    """Accounts whose private keys scopecast holds, for any number of ``eip155`` and ``solana``
+    chains (Solana: the mnemonic's ed25519 keys at m/44'/501'/i'/0', see :mod:`._solana`).
 
     Keys come from a BIP-39 ``mnemonic`` (accounts 0..count-1 on m/44'/60'/0'/0/i) and/or from the
     encrypted JSON keystores in ``keystore_dir``, decrypted with the passphrase in the environment
@@ -58,7 +63,9 @@ class KeyringAdapter(AccountAdapter):
                 "the keyring needs a mnemonic or a keystore_dir (--keystore); the public "
                 "development mnemonic is used only for the embedded dev chain"
             )
-        self._chains = {chain: chain_reference(chain) for chain in chains}
+        self._chains = {chain: chain_reference(chain) for chain in chains if not _is_solana(chain)}
+        self._solana_chains = [chain for chain in chains if _is_solana(chain)]
+        self._solana = _solana.SolanaKeys()
         self._keyring = Keyring()
         self._wallet = Wallet(self._keyring, userop or UserOpConfig())
         # The mnemonic is a secret: keep it only until start() has derived the keys.
@@ -94,6 +101,8 @@ class KeyringAdapter(AccountAdapter):
         mnemonic, self._pending_mnemonic = self._pending_mnemonic, None
         if mnemonic is not None:
             self._keyring.add_mnemonic(mnemonic, self._count)
+            if self._solana_chains:
+                self._solana.add_mnemonic(mnemonic, self._count)
         if self._keystore_dir is not None:
             passphrase = os.environ.get(self._passphrase_env)
             if passphrase is None:
@@ -104,20 +113,33 @@ class KeyringAdapter(AccountAdapter):
             raise KeyLoadError("the keyring has no keys")
 
     def chains(self) -> Sequence[str]:
-        return list(self._chains)
+        return [*self._chains, *self._solana_chains]
 
     def accounts(self, chain: str) -> Sequence[str]:
+        if chain in self._solana_chains:
+            return self._solana.addresses
         return self._keyring.addresses if chain in self._chains else ()
 
     def methods(self, chain: str) -> frozenset[str]:
+        if chain in self._solana_chains:
+            return _solana.METHODS
         return METHODS if chain in self._chains else frozenset()
 
     def method_docs(self, chain: str) -> MethodDocs:
         return evm_docs(self.methods(chain))
 
     def prepare(
-        self, chain: str, method: str, params: list[Any], permitted: Sequence[str]
+        self, chain: str, method: str, params: list[Any] | dict[str, Any], permitted: Sequence[str]
     ) -> SigningRequest:
+        if chain in self._solana_chains:
+            solana = _solana.HANDLERS.get(method)
+            if solana is None:
+                raise MethodNotFound(method)
+            # base58 is case-sensitive: the permitted accounts are compared as given.
+            found = solana.prepare(self._solana, chain, params, permitted)
+            return SigningRequest(chain, method, found.account, found.summary, found.payload)
+        if not isinstance(params, list):
+            raise InvalidParams("non-array args")
         handler = HANDLERS.get(method)
         if handler is None:
             raise MethodNotFound(method)
@@ -129,6 +151,11 @@ class KeyringAdapter(AccountAdapter):
         return SigningRequest(chain, method, prepared.account, prepared.summary, prepared.payload)
 
     async def execute(self, request: SigningRequest, read: ChainReader) -> Any:
+        if request.chain in self._solana_chains:
+            solana = _solana.HANDLERS.get(request.method)
+            if solana is None:
+                raise MethodNotFound(request.method)
+            return await solana.execute(self._solana, request, read)
         handler = HANDLERS.get(request.method)
         if handler is None:
             raise MethodNotFound(request.method)

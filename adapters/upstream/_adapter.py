@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import ClassVar
 
 import msgspec
@@ -14,6 +13,7 @@ from adapters.base import (
     BlockHandler,
     ChainBlock,
     IngestionStatistics,
+    NetworkChainAdapter,
     NetworkSpec,
 )
 from adapters.evm.chain_adapter import EvmChainAdapter
@@ -34,7 +34,7 @@ class NoUsableUpstream(ConfigError):
     """At start, no upstream of the network answered with the network's chain id."""
 
 
-class UpstreamAdapter(EvmChainAdapter):
+class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
     """Forwards node methods to the configured upstreams and follows their chain head.
 
     Built from a ``[networks.<name>]`` table (see :class:`UpstreamOptions`); :meth:`start` checks
@@ -43,12 +43,8 @@ class UpstreamAdapter(EvmChainAdapter):
 
     name: ClassVar[str] = "upstream"
 
-    @classmethod
-    def from_spec(cls, spec: NetworkSpec) -> UpstreamAdapter:
-        return cls(spec)
-
     def __init__(self, spec: NetworkSpec) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self.options = decode_options(spec, UpstreamOptions, self.name)
         self.chain_id = expected_chain_id(spec)
         self._methods = self.options.methods
@@ -80,9 +76,6 @@ class UpstreamAdapter(EvmChainAdapter):
 
     async def aclose(self) -> None:
         await self.forwarder.aclose()
-
-    def chains(self) -> Sequence[str]:
-        return [self.spec.chain]
 
     def methods(self, chain: str) -> frozenset[str]:
         return self._methods if chain == self.spec.chain else frozenset()

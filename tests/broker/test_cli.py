@@ -38,6 +38,10 @@ async def test_serve_prints_endpoints_and_drains_on_sigterm() -> None:
             port = int(re.search(rb"listening on http://127\.0\.0\.1:(\d+)", banner).group(1))  # type: ignore[union-attr]
             assert f"POST http://127.0.0.1:{port}/v3/dev".encode() in banner
             assert f"ws://127.0.0.1:{port}/ws/v3/dev".encode() in banner
+            # The Solana dev network beside the dev chain, under its own name.
+            assert re.search(rb"network solana \(solana:[1-9A-HJ-NP-Za-km-z]{32}\)", banner)
+            assert f"POST http://127.0.0.1:{port}/solana/v3/dev".encode() in banner
+            assert f"ws://127.0.0.1:{port}/solana/ws/v3/dev".encode() in banner
             assert b"Bearer dev; the dev token, for loopback only" in banner
             assert b"approval   auto: sessions and signatures are granted at once" in banner
             conn = await RawWebSocket.connect(port, "/ws/v3/dev")

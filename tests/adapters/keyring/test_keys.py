@@ -120,9 +120,10 @@ async def test_empty_keystore_directory(tmp_path: Path, monkeypatch: pytest.Monk
         await adapter.start()
 
 
-def test_only_eip155_chains() -> None:
+def test_only_eip155_and_solana_chains() -> None:
     with pytest.raises(ValueError, match="eip155"):
-        KeyringAdapter(["solana:mainnet"], mnemonic=DEV_MNEMONIC)
+        KeyringAdapter(["cosmos:cosmoshub-4"], mnemonic=DEV_MNEMONIC)
+    assert KeyringAdapter(["solana:mainnet"], mnemonic=DEV_MNEMONIC).chains() == ["solana:mainnet"]
     with pytest.raises(ValueError, match="eip155"):
         KeyringAdapter(["eip155:01"], mnemonic=DEV_MNEMONIC)
 

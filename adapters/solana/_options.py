@@ -1,0 +1,37 @@
+"""The Solana dev chain's options: a ``[networks.<name>]`` table with ``adapter = "solana-dev"``,
+typed and checked (an unknown key such as ``slot_tme`` is an error, not silently ignored)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from adapters._ed25519 import DEV_ACCOUNTS, DEV_MNEMONIC
+
+LAMPORTS_PER_SOL: Final = 1_000_000_000
+DEFAULT_GENESIS_SEED: Final = "scopecast solana-dev"
+
+
+class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The settings of one Solana dev network (README "Solana")."""
+
+    #: Seconds between slots (with demo SOL transfers); 0 puts each accepted transaction in a new
+    #: slot at once, and slots otherwise advance only on ``scopecast_advanceSlots``.
+    block_time: float = 0.0
+    mnemonic: str = DEV_MNEMONIC
+    #: How many accounts of the mnemonic (at ``m/44'/501'/i'/0'``) are funded.
+    accounts: int = DEV_ACCOUNTS
+    #: Lamports each dev account starts with (default 1,000 SOL).
+    lamports: int = 1_000 * LAMPORTS_PER_SOL
+    #: What the genesis hash (and so the chain's CAIP-2 id) is made from: give each Solana dev
+    #: network of one config a seed of its own.
+    genesis_seed: str = DEFAULT_GENESIS_SEED
+
+    def __post_init__(self) -> None:
+        if self.block_time < 0:
+            raise ValueError("`block_time` must not be negative")
+        if not 0 <= self.accounts <= 1000:
+            raise ValueError("`accounts` must be 0 to 1000")
+        if not 0 <= self.lamports < 2**63:
+            raise ValueError("`lamports` must be 0 to 2^63 - 1")

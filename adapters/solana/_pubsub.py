@@ -1,0 +1,179 @@
+"""Solana's PubSub, family side, sans-io: subscribe params parsed into matchers over the ledger's
+events, and each notification's ``result`` encoded once per group of alike subscriptions.
+
+The core's subscription hub (chain-neutral) would keep ids and connections; per event it asks each
+group's matcher for the result bytes once (:meth:`Matcher.render`) and splices them into every
+subscriber's ``{"jsonrpc":"2.0","method":<notification>,"params":{"result":…,"subscription":<id>}}``
+frame. ``Matcher.key`` names the group: subscriptions with equal keys render identical bytes.
+Solana's subscription ids are integers, and ``signatureSubscribe`` ends after one notification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from . import _wire as wire
+from ._errors import invalid_params
+from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent
+
+#: ``*Subscribe`` method -> (its ``*Unsubscribe``, its notification).
+SUBSCRIBE_METHODS: Final[Mapping[str, tuple[str, str]]] = {
+    "slotSubscribe": ("slotUnsubscribe", "slotNotification"),
+    "accountSubscribe": ("accountUnsubscribe", "accountNotification"),
+    "signatureSubscribe": ("signatureUnsubscribe", "signatureNotification"),
+    "logsSubscribe": ("logsUnsubscribe", "logsNotification"),
+    "programSubscribe": ("programUnsubscribe", "programNotification"),
+}
+UNSUBSCRIBE_METHODS: Final = frozenset(unsubscribe for unsubscribe, _ in SUBSCRIBE_METHODS.values())
+NOTIFICATIONS: Final = frozenset(notification for _, notification in SUBSCRIBE_METHODS.values())
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """One subscription's filter and rendering; ``key`` groups subscriptions rendering alike."""
+
+    method: str
+    notification: str
+    key: tuple[Any, ...]
+    #: Ends after its first notification (``signatureSubscribe``).
+    one_shot: bool = False
+
+    def render(self, event: SolanaEvent) -> bytes | None:
+        """The notification's ``result`` for ``event`` as JSON bytes; None if it does not match."""
+        kind = self.key[0]
+        if kind == "slot":
+            if isinstance(event, SlotEvent):
+                return _ENCODER.encode(
+                    {"parent": event.parent, "root": event.root, "slot": event.slot}
+                )
+            return None
+        if kind == "account":
+            _, address, encoding, window = self.key
+            if isinstance(event, AccountEvent) and event.address == address:
+                return _context(event.slot, _account_value(event, encoding, window))
+            return None
+        if kind == "program":
+            _, program, encoding, window, filters = self.key
+            if not isinstance(event, AccountEvent) or event.account is None:
+                return None
+            account = event.account
+            if str(account.owner) != program:
+                return None
+            if not wire.matches_filters(account, _decoded_filters(filters)):
+                return None
+            value = {
+                "pubkey": event.address,
+                "account": wire.encode_account(account, encoding, window),
+            }
+            return _context(event.slot, value)
+        if not isinstance(event, TransactionEvent):
+            return None
+        record = event.record
+        err = wire.transaction_error(record.err)
+        if kind == "signature":
+            if record.signature != self.key[1]:
+                return None
+            return _context(record.slot, {"err": err})
+        # logs: "all" or one mentioned address
+        mentions = self.key[1]
+        if mentions is not None and mentions not in record.accounts:
+            return None
+        value = {"signature": record.signature, "err": err, "logs": list(record.logs)}
+        return _context(record.slot, value)
+
+
+def _context(slot: int, value: Any) -> bytes:
+    return _ENCODER.encode({"context": {"slot": slot}, "value": value})
+
+
+def _account_value(event: AccountEvent, encoding: str, window: tuple[int, int] | None) -> Any:
+    if event.account is None:  # closed: Solana notifies an empty system account
+        return {
+            "lamports": 0,
+            "data": wire.encode_data(None, b"", encoding, None),
+            "owner": "11111111111111111111111111111111",
+            "executable": False,
+            "rentEpoch": wire.RENT_EXEMPT_EPOCH,
+            "space": 0,
+        }
+    return wire.encode_account(event.account, encoding, window)
+
+
+def _frozen_filters(filters: list[dict[str, Any]]) -> tuple[Any, ...]:
+    frozen: list[Any] = []
+    for item in filters:
+        if "dataSize" in item:
+            frozen.append(("dataSize", item["dataSize"]))
+        else:
+            offset, wanted = item["memcmp"]
+            frozen.append(("memcmp", offset, wanted))
+    return tuple(frozen)
+
+
+def _decoded_filters(frozen: tuple[Any, ...]) -> list[dict[str, Any]]:
+    return [
+        {"dataSize": item[1]} if item[0] == "dataSize" else {"memcmp": (item[1], item[2])}
+        for item in frozen
+    ]
+
+
+def parse(method: str, params: Any) -> Matcher:
+    """The matcher of a ``*Subscribe`` call (raises Solana's -32602 for bad params)."""
+    if method not in SUBSCRIBE_METHODS:
+        raise ValueError(f"not a Solana subscription method: {method}")
+    notification = SUBSCRIBE_METHODS[method][1]
+    if method == "slotSubscribe":
+        wire.positional(params, 0, 0)
+        return Matcher(method, notification, ("slot",))
+    if method == "accountSubscribe":
+        address, raw = wire.positional(params, 1, 2)
+        options = wire.config(raw)
+        account_key = (
+            "account",
+            str(wire.pubkey(address)),
+            wire.account_encoding(options, "binary"),
+            wire.data_slice(options),
+        )
+        return Matcher(method, notification, account_key)
+    if method == "programSubscribe":
+        program, raw = wire.positional(params, 1, 2)
+        options = wire.config(raw)
+        filters = _frozen_filters(wire.program_filters(options.get("filters")))
+        program_key = (
+            "program",
+            str(wire.pubkey(program)),
+            wire.account_encoding(options, "binary"),
+            wire.data_slice(options),
+            filters,
+        )
+        return Matcher(method, notification, program_key)
+    if method == "signatureSubscribe":
+        signature, raw = wire.positional(params, 1, 2)
+        wire.config(raw)
+        return Matcher(method, notification, ("signature", str(wire.signature(signature))), True)
+    selector, raw = wire.positional(params, 1, 2)
+    wire.config(raw)
+    if selector in ("all", "allWithVotes"):
+        return Matcher(method, notification, ("logs", None))
+    mentions = selector.get("mentions") if isinstance(selector, dict) else None
+    if not isinstance(mentions, list) or len(mentions) != 1:
+        raise invalid_params(
+            'logsSubscribe takes "all", "allWithVotes" or {"mentions": [<one address>]}'
+        )
+    return Matcher(method, notification, ("logs", str(wire.pubkey(mentions[0]))))
+
+
+def notification_frame(notification: str, subscription: int, result: bytes) -> bytes:
+    """The whole notification message for one subscriber, ``result`` spliced in as encoded."""
+    return _ENCODER.encode(
+        {
+            "jsonrpc": "2.0",
+            "method": notification,
+            "params": {"result": msgspec.Raw(result), "subscription": subscription},
+        }
+    )

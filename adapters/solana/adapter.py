@@ -1,0 +1,172 @@
+"""The ``solana-dev`` chain adapter: an in-process Solana runtime (``solders.litesvm``) served as a
+Solana JSON-RPC node.
+
+Slots: with ``block_time`` S > 0 a slot is produced every S seconds, with demo SOL transfers between
+the dev accounts; with 0 each accepted transaction lands in a new slot at once. The dev method
+``scopecast_advanceSlots`` produces slots on demand. LiteSVM answers in microseconds, so calls run
+in the event loop, one at a time (no await between reading and changing the ledger).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Final
+
+import msgspec
+import trio
+
+from adapters._options import decode_options
+from adapters.base import BlockHandler, MethodDocs, NetworkChainAdapter, NetworkSpec
+from schemas.errors import ConfigError, MethodNotFound
+
+from ._docs import solana_docs
+from ._errors import invalid_params
+from ._events import SolanaEvent
+from ._ledger import Ledger
+from ._methods import Handler, SolanaMethods
+from ._options import SolanaDevOptions
+
+log = logging.getLogger(__name__)
+
+NAMESPACE: Final = "solana"
+#: Events buffered per :meth:`SolanaDevAdapter.serve_events` consumer.
+EVENT_BUFFER: Final = 256
+
+
+def solana_chain_id(genesis_hash: str) -> str:
+    """The CAIP-2 id of a Solana chain: ``solana:`` and its genesis hash's first 32 characters."""
+    return f"{NAMESPACE}:{genesis_hash[:32]}"
+
+
+def dev_chain_id(options: dict[str, Any] | None = None) -> str:
+    """The CAIP-2 id a ``solana-dev`` network with ``options`` serves (without starting it)."""
+    spec = NetworkSpec("solana", "solana:?", SolanaDevAdapter.name, options or {})
+    decoded = decode_options(spec, SolanaDevOptions, SolanaDevAdapter.name)
+    return solana_chain_id(Ledger.genesis_of(decoded))
+
+
+class SolanaDevAdapter(NetworkChainAdapter):
+    """A Solana dev chain in process (options: :class:`SolanaDevOptions`)."""
+
+    name: ClassVar[str] = "solana-dev"
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        super().__init__(spec)
+        self.options = decode_options(spec, SolanaDevOptions, self.name)
+        expected = solana_chain_id(Ledger.genesis_of(self.options))
+        if spec.chain != expected:
+            raise ConfigError(
+                f"networks.{spec.name} ({self.name} adapter): this chain is {expected} (from its "
+                f"genesis_seed), not {spec.chain}"
+            )
+        self._ledger: Ledger | None = None
+        self._methods: SolanaMethods | None = None
+        self._handlers: dict[str, Handler] = {}
+        self._slots_running = False
+        self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            raise RuntimeError("SolanaDevAdapter.start() has not run")
+        return self._ledger
+
+    async def start(self) -> None:
+        if self._ledger is not None:
+            return
+        self._ledger = Ledger(self.options, time.time())
+        self._methods = SolanaMethods(self._ledger, automine=self.options.block_time == 0)
+        self._handlers = self._methods.table()
+
+    def methods(self, chain: str) -> frozenset[str]:
+        self._check_chain(chain)
+        return frozenset(SolanaMethods.METHODS)
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return solana_docs(self.methods(chain))
+
+    def notifications(self, chain: str) -> frozenset[str]:
+        self._check_chain(chain)
+        return frozenset()  # none yet: the core's subscription hub has no Solana family hook
+
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        self._check_chain(chain)
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(method)
+        try:
+            decoded = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            raise invalid_params("params are not JSON") from None
+        result = handler(decoded, time.time())
+        await self._publish_events()
+        return result
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Produce timed slots (when ``block_time`` > 0) until cancelled. Solana slots are not EVM
+        heads: nothing is reported to ``on_block``."""
+        self._check_chain(chain)
+        if self.options.block_time <= 0 or self._slots_running:
+            task_status.started()
+            await trio.sleep_forever()
+        self._slots_running = True
+        try:
+            task_status.started()
+            deadline = trio.current_time()
+            while True:
+                deadline += self.options.block_time
+                await trio.sleep_until(deadline)
+                self.produce_slot()
+                await self._publish_events()
+        finally:
+            self._slots_running = False
+
+    def produce_slot(self) -> None:
+        """One timed slot: demo transfers in the current slot, then the next slot opens."""
+        ledger = self.ledger
+        try:
+            ledger.demo_traffic()
+        except Exception:  # the demo must never stop the chain
+            log.exception("%s: demo traffic failed", self.spec.name)
+        ledger.advance(time.time())
+
+    # -- events (for Solana's PubSub: see _pubsub) -----------------------------------------------
+
+    async def serve_events(
+        self,
+        chain: str,
+        on_event: Callable[[SolanaEvent], Awaitable[None]],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hand every ledger event (slots, transactions, written accounts) to ``on_event`` in
+        order, until cancelled: the feed a Solana subscription hub renders notifications from.
+        A consumer falling :data:`EVENT_BUFFER` events behind holds up the ledger's callers."""
+        self._check_chain(chain)
+        send, receive = trio.open_memory_channel[SolanaEvent](EVENT_BUFFER)
+        self._event_consumers.add(send)
+        try:
+            task_status.started()
+            async with receive:
+                async for event in receive:
+                    await on_event(event)
+        finally:
+            self._event_consumers.discard(send)
+
+    async def _publish_events(self) -> None:
+        events = self.ledger.take_events()
+        for send in list(self._event_consumers):
+            for event in events:
+                try:
+                    await send.send(event)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._event_consumers.discard(send)
+                    break

@@ -1,0 +1,173 @@
+"""solana-py (PyPI ``solana``) against scopecast's Solana network over HTTP: balances of the dev
+accounts, a transfer built and signed with ``solders``, its confirmation, and the reads a wallet
+makes after it. solana-py decodes every answer with solders' strict response types, so each shape
+is checked as Solana's own client reads it.
+
+solana-py 0.41 is asyncio-only: its ``AsyncClient`` runs on an asyncio loop of its own in a worker
+thread, while the broker runs in the test's trio loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import trio
+from solana.exceptions import SolanaRpcException
+from solana.rpc.async_api import AsyncClient
+from solana.rpc.commitment import Confirmed, Finalized
+from solana.rpc.core import RPCException
+from solders.keypair import Keypair
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+from solders.rpc.responses import RpcSimulateTransactionResult
+from solders.system_program import ID as SYSTEM_PROGRAM
+from solders.system_program import TransferParams, transfer
+from solders.transaction import Transaction, VersionedTransaction
+
+from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
+from adapters.solana import dev_chain_id
+from tests.support.inprocess import running_broker
+
+SOL = 1_000_000_000
+T = TypeVar("T")
+ALICE, BOB = derive_keypairs(DEV_MNEMONIC, 2)
+
+
+async def on_solana(scenario: Callable[[AsyncClient], Awaitable[T]]) -> T:
+    """Run ``scenario`` with a client of a fresh broker's Solana network (on an asyncio loop in a
+    worker thread)."""
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node:
+
+            async def run() -> T:
+                async with AsyncClient(node.http_url(network="solana")) as client:
+                    return await scenario(client)
+
+            return await trio.to_thread.run_sync(asyncio.run, run())
+
+
+async def transfer_tx(
+    client: AsyncClient, sender: Keypair, to: Pubkey, lamports: int
+) -> VersionedTransaction:
+    blockhash = (await client.get_latest_blockhash()).value.blockhash
+    instruction = transfer(
+        TransferParams(from_pubkey=sender.pubkey(), to_pubkey=to, lamports=lamports)
+    )
+    legacy = Transaction([sender], Message([instruction], sender.pubkey()), blockhash)
+    return VersionedTransaction.from_legacy(legacy)
+
+
+async def test_balances_a_transfer_and_its_confirmation() -> None:
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        seen["genesis"] = (await client.get_genesis_hash()).value
+        seen["balances"] = [
+            (await client.get_balance(k.pubkey())).value for k in derive_keypairs(DEV_MNEMONIC, 10)
+        ]
+        receiver = Keypair().pubkey()
+        tx = await transfer_tx(client, ALICE, receiver, 3 * SOL)
+        signature = (await client.send_transaction(tx)).value
+        await client.confirm_transaction(signature, commitment=Finalized, sleep_seconds=0.05)
+        seen["status"] = (await client.get_signature_statuses([signature])).value[0]
+        seen["receiver"] = (await client.get_balance(receiver, commitment=Confirmed)).value
+        seen["sender"] = (await client.get_balance(ALICE.pubkey())).value
+        seen["tx"] = await client.get_transaction(signature, max_supported_transaction_version=0)
+        seen["history"] = (await client.get_signatures_for_address(receiver)).value
+        seen["account"] = (await client.get_account_info(receiver)).value
+        seen["accounts"] = (
+            await client.get_multiple_accounts([receiver, Keypair().pubkey()])
+        ).value
+        seen["signature"] = signature
+        return seen
+
+    seen = await on_solana(scenario)
+    assert dev_chain_id() == f"solana:{str(seen['genesis'])[:32]}"
+    assert seen["balances"] == [1000 * SOL] * 10
+    assert seen["status"].err is None
+    assert str(seen["status"].confirmation_status) == "TransactionConfirmationStatus.Finalized"
+    assert seen["receiver"] == 3 * SOL
+    assert seen["sender"] == 997 * SOL - 5000
+    confirmed = seen["tx"].value
+    assert confirmed.transaction.meta.fee == 5000
+    assert confirmed.transaction.meta.err is None
+    assert confirmed.transaction.transaction.signatures[0] == seen["signature"]
+    assert [entry.signature for entry in seen["history"]] == [seen["signature"]]
+    assert seen["account"].lamports == 3 * SOL
+    assert seen["account"].owner == SYSTEM_PROGRAM
+    assert seen["accounts"][0].lamports == 3 * SOL
+    assert seen["accounts"][1] is None
+
+
+async def test_node_reads_airdrop_simulation_and_errors() -> None:
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        seen["version"] = (await client.get_version()).value
+        seen["epoch"] = (await client.get_epoch_info()).value
+        seen["slot"] = (await client.get_slot()).value
+        seen["height"] = (await client.get_block_height()).value
+        seen["rent"] = (await client.get_minimum_balance_for_rent_exemption(0)).value
+        latest = (await client.get_latest_blockhash()).value
+        seen["count"] = (await client.get_transaction_count()).value
+        message = MessageV0.try_compile(
+            ALICE.pubkey(),
+            [
+                transfer(
+                    TransferParams(from_pubkey=ALICE.pubkey(), to_pubkey=BOB.pubkey(), lamports=7)
+                )
+            ],
+            [],
+            latest.blockhash,
+        )
+        seen["fee"] = (await client.get_fee_for_message(message)).value
+        someone = Keypair().pubkey()
+        airdrop = (await client.request_airdrop(someone, 2 * SOL)).value
+        await client.confirm_transaction(airdrop, sleep_seconds=0.05)
+        seen["airdropped"] = (await client.get_balance(someone)).value
+        v0 = VersionedTransaction(message, [ALICE])
+        seen["simulation"] = (await client.simulate_transaction(v0)).value
+        v0_signature = (await client.send_transaction(v0)).value
+        seen["v0"] = await client.get_transaction(v0_signature, max_supported_transaction_version=0)
+        too_much = await transfer_tx(client, BOB, someone, 5000 * SOL)
+        try:
+            await client.send_transaction(too_much)
+        except RPCException as exc:
+            seen["preflight"] = exc.args[0]
+        seen["program"] = (await client.get_program_accounts(SYSTEM_PROGRAM)).value
+        return seen
+
+    seen = await on_solana(scenario)
+    assert seen["version"].solana_core
+    assert seen["epoch"].slots_in_epoch == 432_000
+    assert seen["slot"] == seen["height"] == 0
+    assert seen["rent"] == 890_880
+    assert seen["count"] == 0
+    assert seen["fee"] == 5000
+    assert seen["airdropped"] == 2 * SOL
+    simulation: RpcSimulateTransactionResult = seen["simulation"]
+    assert simulation.err is None
+    assert simulation.units_consumed == 150
+    assert str(seen["v0"].value.transaction.version) == "0"
+    preflight = seen["preflight"]
+    assert preflight.message == (
+        "Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1"
+    )
+    assert "InstructionError" in str(preflight.data.err)
+    assert any("insufficient lamports" in line for line in preflight.data.logs)
+    assert {str(k.pubkey()) for k in (ALICE, BOB)} <= {
+        str(entry.pubkey) for entry in seen["program"]
+    }
+
+
+async def test_an_unknown_method_is_an_rpc_error_not_a_crash() -> None:
+    async def scenario(client: AsyncClient) -> tuple[Exception, int]:
+        try:
+            await client.get_block(0)
+        except (SolanaRpcException, RPCException) as exc:
+            return exc, (await client.get_slot()).value
+        raise AssertionError("getBlock is not served")
+
+    error, slot = await on_solana(scenario)
+    assert isinstance(error, SolanaRpcException | RPCException)
+    assert slot == 0  # the runtime answers on
