@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import msgspec
 import trio
@@ -126,6 +126,55 @@ class NetworkSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+class EventMatcher(Protocol):
+    """One subscription of a chain family, parsed: what it matches among the family's events and
+    the ``result`` it sends for one. Subscriptions with equal :attr:`key` render the same bytes
+    for the same event, so the broker renders once per key and splices the bytes into each
+    subscriber's frame."""
+
+    @property
+    def key(self) -> Hashable: ...
+
+    @property
+    def notification(self) -> str:
+        """The notification method its messages carry (``accountNotification``)."""
+        ...
+
+    @property
+    def one_shot(self) -> bool:
+        """Whether it ends after its first notification (Solana's ``signatureSubscribe``)."""
+        ...
+
+    def render(self, event: object) -> bytes | None:
+        """The notification's ``result`` for ``event`` as encoded JSON; None when it does not
+        match."""
+        ...
+
+
+class SubscriptionFamily(ABC):
+    """A chain family's subscriptions over the WebSocket (its PubSub), as the broker serves them
+    for every adapter of the family: the broker owns ids (integers, as Solana's), connections,
+    session scoping (``wallet_notify``), fan-out, slow consumers and resume; the family parses
+    params into :class:`EventMatcher` s over the events its adapter's
+    :meth:`ChainAdapter.serve_events` reports."""
+
+    #: Each subscribe method and its unsubscribe method.
+    methods: ClassVar[Mapping[str, str]]
+
+    @abstractmethod
+    def parse(self, method: str, params: Any) -> EventMatcher:
+        """The matcher of a subscribe call (raising an :class:`~schemas.errors.RpcError`, e.g.
+        ``InvalidParams``, for bad params)."""
+
+    @classmethod
+    def unsubscribe_methods(cls) -> frozenset[str]:
+        return frozenset(cls.methods.values())
+
+
+EventHandler = Callable[[object], Awaitable[None]]
+"""``await on_event(event)``: one event of a chain family's adapter, in order."""
+
+
 class ChainAdapter(ABC):
     """Serves JSON-RPC for chains and reports their blocks."""
 
@@ -174,6 +223,24 @@ class ChainAdapter(ABC):
     ) -> ChainBlock | None:
         """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
         return None
+
+    def subscription_family(self, chain: str) -> SubscriptionFamily | None:
+        """The family whose subscriptions ``chain`` serves beside (or instead of) the EVM's
+        ``eth_subscribe``; None (the default): none. An adapter that returns one reports the
+        family's events through :meth:`serve_events`."""
+        return None
+
+    async def serve_events(
+        self,
+        chain: str,
+        on_event: EventHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report the chain family's events (see :meth:`subscription_family`) to ``on_event``, in
+        order, until cancelled. Default: none ever."""
+        task_status.started()
+        await trio.sleep_forever()
 
     async def serve_ingestion(
         self,

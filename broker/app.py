@@ -22,12 +22,12 @@ import wsproto.events as wse
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import discover, frames, stream_methods
-from broker.bus import EventBus, MemoryBus, Position
+from broker.bus import EventBus, MemoryBus, MemoryLog, Position
 from broker.chain_calls import CachedChainCalls
 from broker.discover import ADMIN_METHODS
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import RpcError, ServerError, Unauthenticated
-from broker.events import ChainEvent, HeadEvent
+from broker.events import ChainEvent, FamilyEvent, HeadEvent
 from broker.filters import FilterRegistry
 from broker.http import (
     JSON_HEADERS,
@@ -145,6 +145,13 @@ class Broker:
         self._handlers: trio.Nursery
         self.bus = bus or MemoryBus(window=self.limits.resume_window)
         self.hub = SubscriptionHub(self.metrics)
+        # The chain families' events (Solana's) stay in this process, on a log per chain.
+        self.family_logs: dict[str, MemoryLog[FamilyEvent]] = {}
+        for network in networks:
+            family = network.adapter.subscription_family(network.chain)
+            if family is not None:
+                self.hub.families[network.chain] = family
+                self.family_logs[network.chain] = MemoryLog(window=self.limits.resume_window)
         #: Cursors and resume (None when ``resume_window`` is 0); its store is replaced by a
         #: Redis one in a Redis deployment.
         self.resume: ResumeKeeper | None = None
@@ -152,6 +159,7 @@ class Broker:
             self.resume = ResumeKeeper(
                 self.hub, self.bus, MemoryResumeStore(), window=self.limits.resume_window
             )
+            self.resume.family_logs = self.family_logs
         self.filters = FilterRegistry(self._get_logs)
         self._disconnect_hooks: list[Callable[[WebSocketConnection], None]] = [
             self.hub.drop_connection
@@ -216,10 +224,16 @@ class Broker:
         self.filters.on_event(event)
 
     async def _start_event_path(self, nursery: trio.Nursery) -> None:
-        chains = [network.chain for network in self.networks]
+        chains = [n.chain for n in self.networks if n.chain not in self.family_logs]
         started = await nursery.start(self.bus.serve_reader, chains, self._deliver)
         for chain, position in started.items():
             self.hub.positions.advance(chain, position)
+        for network in self.networks:
+            log = self.family_logs.get(network.chain)
+            if log is not None:
+                self.hub.positions.advance(network.chain, log.position)
+                feed = self._family_feed(network.chain, log)
+                await nursery.start(network.adapter.serve_events, network.chain, feed)
         nursery.start_soon(self.filters.serve_expiry)
         if self.resume is not None:
             nursery.start_soon(self.resume.serve_flusher)
@@ -227,6 +241,15 @@ class Broker:
             for network in self.networks:
                 ingestion = ChainIngestion(network.adapter, network.chain, self.bus, self.metrics)
                 await nursery.start(ingestion.serve)
+
+    def _family_feed(
+        self, chain: str, log: MemoryLog[FamilyEvent]
+    ) -> Callable[[object], Awaitable[None]]:
+        async def on_event(event: object) -> None:
+            wrapped = FamilyEvent(chain, event)
+            self.hub.publish(wrapped, log.append(wrapped))
+
+        return on_event
 
     # -- lifecycle ------------------------------------------------------------------------------
 

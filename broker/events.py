@@ -22,4 +22,18 @@ class LogsEvent:
     removed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class FamilyEvent:
+    """An event of a chain family's adapter (a Solana slot, account or transaction): opaque to
+    the broker, rendered by the family's matchers (:class:`adapters.base.SubscriptionFamily`).
+    It travels in process only: the family's chains are served by the process that runs them."""
+
+    chain: str
+    event: object
+
+
 ChainEvent = HeadEvent | LogsEvent
+"""What a chain's block ingestion publishes (through the bus, in memory or Redis)."""
+
+HubEvent = ChainEvent | FamilyEvent
+"""What the subscription hub delivers."""

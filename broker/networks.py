@@ -64,9 +64,13 @@ class Networks:
         return list(dict.fromkeys(self._accounts.values()))
 
     def methods(self, chain: str) -> frozenset[str]:
-        """Every method callable on ``chain``: its chain adapter's and its account adapter's."""
+        """Every method callable on ``chain``: its chain adapter's (with its family's subscribe
+        methods) and its account adapter's."""
         network = self._by_chain.get(chain)
         found = network.adapter.methods(chain) if network else frozenset()
+        family = network.adapter.subscription_family(chain) if network else None
+        if family is not None:
+            found = found | frozenset(family.methods) | family.unsubscribe_methods()
         accounts = self._accounts.get(chain)
         return found | accounts.methods(chain) if accounts else found
 

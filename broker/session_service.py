@@ -328,7 +328,24 @@ class SessionService:
             raise Unauthorized()
         inner = request.params if request.params is not None else []
         hub = self._broker.hub
-        if request.method in ("eth_subscribe", "eth_unsubscribe"):
+        family = hub.families.get(network.chain)
+        if family is not None and (
+            request.method in family.methods or request.method in family.unsubscribe_methods()
+        ):
+            if ctx.peer is None:
+                raise SubscriptionsNeedWebSocket()
+            if request.method in family.methods:
+                notification = family.parse(request.method, inner).notification
+                if not is_notification_granted(session, request.scope, notification, now=now):
+                    raise Unauthorized()
+                result: Any = await hub.subscribe_family(
+                    ctx.peer, network.chain, request.method, inner, scope=request.scope
+                )
+            else:
+                result = hub.unsubscribe_family(
+                    ctx.peer, network.chain, request.method, inner, scope=request.scope
+                )
+        elif request.method in ("eth_subscribe", "eth_unsubscribe"):
             if ctx.peer is None:
                 raise SubscriptionsNeedWebSocket()
             if request.method == "eth_subscribe":
@@ -336,9 +353,7 @@ class SessionService:
                     session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now
                 ):
                     raise Unauthorized()
-                result: Any = await hub.subscribe(
-                    ctx.peer, network.chain, inner, scope=request.scope
-                )
+                result = await hub.subscribe(ctx.peer, network.chain, inner, scope=request.scope)
             else:
                 sub_id = inner[0] if isinstance(inner, list) and inner else None
                 result = hub.unsubscribe(ctx.peer, sub_id, scope=request.scope)
@@ -406,10 +421,11 @@ class SessionService:
 
     def replay_changes(
         self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str
-    ) -> tuple[list[tuple[Position, bytes]], Callable[[str], bool] | None]:
+    ) -> tuple[list[tuple[Position, bytes]], Callable[[str, str], bool] | None]:
         """The ``wallet_sessionChanged`` messages a connection of the dapp missed in ``changes``
-        (less those ``owner``, ``<process>:<connection id>``, caused and was answered), and which
-        scopes its subscriptions may hold now (None: the changes changed nothing)."""
+        (less those ``owner``, ``<process>:<connection id>``, caused and was answered), and
+        whether a subscription of a scope for a notification may go on (None: the changes changed
+        nothing)."""
         identity = Identity.of(api_key, origin)
         messages: list[tuple[Position, bytes]] = []
         final: Session | None = None
@@ -427,8 +443,8 @@ class SessionService:
             return messages, None
         now = _now()
 
-        def keep(scope: str) -> bool:
-            return is_notification_granted(final, scope, SUBSCRIPTION_NOTIFICATION, now=now)
+        def keep(scope: str, notification: str) -> bool:
+            return is_notification_granted(final, scope, notification, now=now)
 
         return messages, keep
 
@@ -439,7 +455,7 @@ class SessionService:
             lambda sub: (
                 sub.scope is not None
                 and not is_notification_granted(
-                    session, sub.scope, SUBSCRIPTION_NOTIFICATION, now=now
+                    session, sub.scope, sub.notification.decode(), now=now
                 )
             ),
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import SubscriptionsNeedWebSocket
+from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
     from broker.filters import FilterRegistry
@@ -22,7 +22,28 @@ def _decode(params: msgspec.Raw) -> Any:
 
 
 def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistry) -> None:
-    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``dispatcher``."""
+    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``dispatcher``,
+    and the subscribe methods of the chain families (on their own networks only)."""
+
+    async def family_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
+        family = hub.families.get(chain)
+        if family is None or (
+            method not in family.methods and method not in family.unsubscribe_methods()
+        ):
+            raise MethodNotFound(method)
+        if ctx.peer is None:
+            raise SubscriptionsNeedWebSocket()
+        if method in family.methods:
+            return await hub.subscribe_family(ctx.peer, chain, method, _decode(params))
+        return hub.unsubscribe_family(ctx.peer, chain, method, _decode(params))
+
+    def family_methods(chain: str) -> frozenset[str]:
+        family = hub.families.get(chain)
+        if family is None:
+            return frozenset()
+        return frozenset(family.methods) | family.unsubscribe_methods()
+
+    dispatcher.add_fallback(family_call, family_methods)
 
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:

@@ -1,4 +1,5 @@
-"""Subscriptions and fan-out: ``eth_subscribe`` ``newHeads`` and ``logs``, direct or in a session.
+"""Subscriptions and fan-out: ``eth_subscribe`` ``newHeads`` and ``logs``, direct or in a session,
+and the subscriptions of other chain families (Solana's PubSub), through the family's matchers.
 
 One chain event becomes one payload, encoded once; for each form of notification (geth's direct
 ``eth_subscription``, or the session's ``wallet_notify``) the frame is split around the subscription id
@@ -9,26 +10,28 @@ only against filters that can match it.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import msgspec
 
+from adapters.base import EventMatcher, SubscriptionFamily
 from adapters.evm.log_filter import LogCriteria, parse_criteria
 from broker import frames
 from broker.cursors import FeedPositions, ResumeState
-from broker.errors import InvalidParams, ServerError, WireError, missing_argument
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.errors import InvalidParams, MethodNotFound, ServerError, WireError, missing_argument
+from broker.events import FamilyEvent, HeadEvent, HubEvent, LogsEvent
 from broker.metrics import Metrics
 
 MAX_PER_CONNECTION: Final = 1024
 NEW_HEADS: Final = "newHeads"
 LOGS: Final = "logs"
 
-_DIRECT_PREFIX: Final = b'{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":'
+_EVM_NOTIFICATION: Final = b"eth_subscription"
 _RESULT: Final = b',"result":'
 _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
@@ -47,7 +50,20 @@ class Subscription:
     """One subscription of one connection; ``params`` is its ``eth_subscribe`` params as JSON
     (to take it over on a resumed connection), ``resume`` the connection's cursor source."""
 
-    __slots__ = ("chain", "conn", "criteria", "id", "id_json", "kind", "params", "resume", "scope")
+    __slots__ = (
+        "chain",
+        "conn",
+        "criteria",
+        "id",
+        "id_json",
+        "kind",
+        "matcher",
+        "method",
+        "notification",
+        "params",
+        "resume",
+        "scope",
+    )
 
     def __init__(
         self,
@@ -59,9 +75,17 @@ class Subscription:
         *,
         params: bytes = b"[]",
         sub_id: str | None = None,
+        matcher: EventMatcher | None = None,
+        method: str | None = None,
     ) -> None:
         self.id = sub_id or "0x" + secrets.token_hex(16)
-        self.id_json = b'"' + self.id.encode() + b'"'
+        #: A family's subscription (``method`` its subscribe method) has an integer id.
+        self.matcher = matcher
+        self.method = method
+        self.id_json = self.id.encode() if matcher is not None else b'"' + self.id.encode() + b'"'
+        self.notification = (
+            matcher.notification.encode() if matcher is not None else _EVM_NOTIFICATION
+        )
         self.conn = conn
         self.chain = chain
         self.kind = kind
@@ -97,12 +121,21 @@ def _framing(prefix: bytes, payload: bytes, suffix: bytes, id_length: int) -> _F
     )
 
 
-def _session_prefix(scope: str) -> bytes:
+def _direct_prefix(notification: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"' + notification + b'","params":{"subscription":'
+
+
+def _session_prefix(scope: str, notification: bytes = _EVM_NOTIFICATION) -> bytes:
     return (
         b'{"jsonrpc":"2.0","method":"wallet_notify","params":{"scope":"'
         + scope.encode()
-        + b'","notification":{"method":"eth_subscription","params":{"subscription":'
+        + b'","notification":{"method":"'
+        + notification
+        + b'","params":{"subscription":'
     )
+
+
+_DIRECT_PREFIX: Final = _direct_prefix(_EVM_NOTIFICATION)
 
 
 _ID_LENGTH: Final = 36  # "0x" + 32 hex digits, quoted
@@ -111,10 +144,12 @@ _ID_LENGTH: Final = 36  # "0x" + 32 hex digits, quoted
 class _ChainIndex:
     """The subscriptions of one chain, indexed for matching."""
 
-    __slots__ = ("by_address", "by_topic0", "catch_all", "heads")
+    __slots__ = ("by_address", "by_topic0", "catch_all", "groups", "heads")
 
     def __init__(self) -> None:
         self.heads: dict[Subscription, None] = {}
+        #: A family's subscriptions, by their matcher's key (alike ones render alike).
+        self.groups: dict[Hashable, dict[Subscription, None]] = {}
         self.by_address: defaultdict[str, dict[Subscription, None]] = defaultdict(dict)
         self.by_topic0: defaultdict[str, dict[Subscription, None]] = defaultdict(dict)
         self.catch_all: dict[Subscription, None] = {}
@@ -130,6 +165,9 @@ class _ChainIndex:
         return [self.catch_all]
 
     def add(self, sub: Subscription) -> None:
+        if sub.matcher is not None:
+            self.groups.setdefault(sub.matcher.key, {})[sub] = None
+            return
         if sub.kind == NEW_HEADS:
             self.heads[sub] = None
             return
@@ -137,6 +175,13 @@ class _ChainIndex:
             bucket[sub] = None
 
     def remove(self, sub: Subscription) -> None:
+        if sub.matcher is not None:
+            group = self.groups.get(sub.matcher.key)
+            if group is not None:
+                group.pop(sub, None)
+                if not group:
+                    del self.groups[sub.matcher.key]
+            return
         if sub.kind == NEW_HEADS:
             self.heads.pop(sub, None)
             return
@@ -188,6 +233,9 @@ class SubscriptionHub:
         self._metrics = metrics
         self._chains: defaultdict[str, _ChainIndex] = defaultdict(_ChainIndex)
         self._count = 0
+        #: The subscription family of each chain that has one (set up by the broker).
+        self.families: dict[str, SubscriptionFamily] = {}
+        self._family_ids = itertools.count(1)
         #: The position delivered last on each chain (a cursor is built from them).
         self.positions = positions or FeedPositions()
         #: The cursor source of a connection subscribing to a chain (None: no cursors); set by
@@ -214,11 +262,14 @@ class SubscriptionHub:
         awaits between the attach and the answer: no notification precedes the subscription id.
         """
         sub = self.parse(conn, chain, params, scope=scope)
-        self._check_room(conn)
-        await self.before_attach(sub)
-        self._check_room(conn)
-        self.attach(sub, kept=True)
+        await self._keep_and_attach(sub)
         return sub.id
+
+    async def _keep_and_attach(self, sub: Subscription) -> None:
+        self._check_room(sub.conn)
+        await self.before_attach(sub)
+        self._check_room(sub.conn)
+        self.attach(sub, kept=True)
 
     @staticmethod
     def _check_room(conn: Subscriber) -> None:
@@ -268,6 +319,66 @@ class SubscriptionHub:
         encoded = _encode_params(params)
         return Subscription(conn, chain, kind, criteria, scope, params=encoded, sub_id=sub_id)
 
+    async def subscribe_family(
+        self, conn: Subscriber, chain: str, method: str, params: Any, *, scope: str | None = None
+    ) -> int:
+        """Create a subscription of ``chain``'s family from a subscribe call; returns its id."""
+        sub = self.parse_family(conn, chain, method, params, scope=scope)
+        await self._keep_and_attach(sub)
+        return int(sub.id)
+
+    def parse_family(
+        self,
+        conn: Subscriber,
+        chain: str,
+        method: str,
+        params: Any,
+        *,
+        scope: str | None = None,
+        sub_id: str | None = None,
+    ) -> Subscription:
+        """The subscription a family's subscribe call describes, not attached yet."""
+        family = self.families.get(chain)
+        if family is None or method not in family.methods:
+            raise MethodNotFound(method)
+        matcher = family.parse(method, params)
+        if sub_id is None:
+            taken = _connection_subs(conn)
+            sub_id = str(next(self._family_ids))
+            while sub_id in taken:
+                sub_id = str(next(self._family_ids))
+        return Subscription(
+            conn,
+            chain,
+            method,
+            None,
+            scope,
+            params=_encode_params(params),
+            sub_id=sub_id,
+            matcher=matcher,
+            method=method,
+        )
+
+    def unsubscribe_family(
+        self, conn: Subscriber, chain: str, method: str, params: Any, *, scope: str | None = None
+    ) -> bool:
+        """End one of ``conn``'s family subscriptions (``params``: ``[id]``)."""
+        family = self.families.get(chain)
+        if family is None or method not in family.unsubscribe_methods():
+            raise MethodNotFound(method)
+        sub_id = params[0] if isinstance(params, list) and len(params) == 1 else None
+        if not isinstance(sub_id, int) or isinstance(sub_id, bool):
+            raise InvalidParams("Invalid params: expected one subscription id (an integer).")
+        subs = _connection_subs(conn)
+        sub = subs.get(str(sub_id))
+        if sub is None or sub.scope != scope or sub.method is None:
+            raise InvalidParams("Invalid subscription id.")
+        if family.methods[sub.method] != method:
+            raise InvalidParams("Invalid subscription id.")
+        self._remove(subs, sub)
+        self.on_change(conn)
+        return True
+
     def attach(self, sub: Subscription, *, kept: bool = False) -> None:
         """Start delivering to ``sub`` (replacing a subscription of its connection with its id);
         ``kept``: :attr:`before_attach` kept it already (no change to report)."""
@@ -291,7 +402,7 @@ class SubscriptionHub:
         """End one subscription of ``conn``; unknown ids raise geth's -32000."""
         subs = _connection_subs(conn)
         sub = subs.get(sub_id) if isinstance(sub_id, str) else None
-        if sub is None or sub.scope != scope:
+        if sub is None or sub.scope != scope or sub.matcher is not None:
             raise ServerError("subscription not found")
         self._remove(subs, sub)
         self.on_change(conn)
@@ -325,7 +436,7 @@ class SubscriptionHub:
 
     # -- delivery -------------------------------------------------------------------------------
 
-    def publish(self, event: ChainEvent, position: str | None = None) -> int:
+    def publish(self, event: HubEvent, position: str | None = None) -> int:
         """Deliver one chain event (at ``position`` on its chain's log) to every matching
         subscription; returns deliveries made."""
         if position is not None:
@@ -335,15 +446,31 @@ class SubscriptionHub:
             return 0
         if isinstance(event, HeadEvent):
             sent = self._deliver(index.heads, event.block.header_json)
-        else:
+        elif isinstance(event, LogsEvent):
             sent = self._deliver_logs(index, event)
+        else:
+            sent = self._deliver_family(index, event)
         if sent:
             self._metrics.notifications.inc(sent)
         return sent
 
-    def replay(self, subs: list[Subscription], event: ChainEvent) -> list[bytes]:
-        """The frames ``subs`` (not attached) would have been sent for ``event``, in order."""
+    def replay(self, subs: list[Subscription], event: HubEvent) -> list[bytes]:
+        """The frames ``subs`` (not attached) would have been sent for ``event``, in order; a
+        one-shot subscription that fires is taken out of ``subs``."""
         chosen = [s for s in subs if s.chain == event.chain]
+        if isinstance(event, FamilyEvent):
+            groups: dict[Hashable, list[Subscription]] = {}
+            for sub in chosen:
+                if sub.matcher is not None:
+                    groups.setdefault(sub.matcher.key, []).append(sub)
+            rendered: list[bytes] = []
+            for group in groups.values():
+                fired = self._render_group(group, event)
+                rendered.extend(frame for _, frame in fired)
+                if fired and group[0].matcher is not None and group[0].matcher.one_shot:
+                    for sub in group:
+                        subs.remove(sub)
+            return rendered
         if isinstance(event, HeadEvent):
             heads = [s for s in chosen if s.kind == NEW_HEADS]
             return [frame for _, frame in _frames(heads, event.block.header_json)]
@@ -364,6 +491,35 @@ class SubscriptionHub:
         for conn, frame in _frames(subs, payload):
             if conn.send_frame(frame):
                 sent += 1
+        return sent
+
+    @staticmethod
+    def _render_group(
+        group: list[Subscription], event: FamilyEvent
+    ) -> list[tuple[Subscriber, bytes]]:
+        """The frames of one group of alike family subscriptions for ``event`` (rendered once)."""
+        matcher = group[0].matcher
+        assert matcher is not None
+        result = matcher.render(event.event)
+        if result is None:
+            return []
+        return list(_frames(group, result, group[0].notification))
+
+    def _deliver_family(self, index: _ChainIndex, event: FamilyEvent) -> int:
+        sent = 0
+        for group in list(index.groups.values()):
+            subs = list(group)
+            fired = self._render_group(subs, event)
+            for conn, frame in fired:
+                if conn.send_frame(frame):
+                    sent += 1
+            matcher = subs[0].matcher
+            if fired and matcher is not None and matcher.one_shot:
+                for sub in subs:  # it ends with its one notification (signatureSubscribe)
+                    taken = _connection_subs(sub.conn)
+                    if taken.get(sub.id) is sub:
+                        self._remove(taken, sub)
+                        self.on_change(sub.conn)
         return sent
 
     def _deliver_logs(self, index: _ChainIndex, event: LogsEvent) -> int:
@@ -408,14 +564,33 @@ async def _nothing_to_keep(sub: Subscription) -> None:
     return None
 
 
-def _frames(subs: Iterable[Subscription], payload: bytes) -> Iterator[tuple[Subscriber, bytes]]:
-    """Each subscription's notification frame for ``payload``: one concatenation each."""
+def _frames(
+    subs: Iterable[Subscription], payload: bytes, notification: bytes = _EVM_NOTIFICATION
+) -> Iterator[tuple[Subscriber, bytes]]:
+    """Each subscription's notification frame for ``payload``: one concatenation each (the
+    frames are split around the id once per form: direct or per session scope, and per id length
+    for a family's integer ids)."""
     direct: _Framing | None = None
     sessions: dict[str, _Framing] = {}
+    others: dict[tuple[str | None, int], _Framing] = {}
     cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
+    evm = notification == _EVM_NOTIFICATION
     for sub in list(subs):
         scope = sub.scope
-        if scope is None:
+        if not evm:
+            length = len(sub.id_json)
+            framing_found = others.get((scope, length))
+            if framing_found is None:
+                prefix = (
+                    _direct_prefix(notification)
+                    if scope is None
+                    else _session_prefix(scope, notification)
+                )
+                framing_found = others[(scope, length)] = _framing(
+                    prefix, payload, b"}}" if scope is None else b"}}}}", length
+                )
+            framing = framing_found
+        elif scope is None:
             if direct is None:
                 direct = _framing(_DIRECT_PREFIX, payload, b"}}", _ID_LENGTH)
             framing = direct

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
+from adapters.base import SubscriptionFamily
+
 from . import _wire as wire
 from ._errors import invalid_params
-from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent
+from ._events import AccountEvent, SlotEvent, TransactionEvent
 
 #: ``*Subscribe`` method -> (its ``*Unsubscribe``, its notification).
 SUBSCRIBE_METHODS: Final[Mapping[str, tuple[str, str]]] = {
@@ -43,7 +45,7 @@ class Matcher:
     #: Ends after its first notification (``signatureSubscribe``).
     one_shot: bool = False
 
-    def render(self, event: SolanaEvent) -> bytes | None:
+    def render(self, event: object) -> bytes | None:
         """The notification's ``result`` for ``event`` as JSON bytes; None if it does not match."""
         kind = self.key[0]
         if kind == "slot":
@@ -177,3 +179,17 @@ def notification_frame(notification: str, subscription: int, result: bytes) -> b
             "params": {"result": msgspec.Raw(result), "subscription": subscription},
         }
     )
+
+
+class SolanaSubscriptions(SubscriptionFamily):
+    """Solana's PubSub as the broker serves it (see :class:`adapters.base.SubscriptionFamily`)."""
+
+    methods: ClassVar[Mapping[str, str]] = {
+        subscribe: unsubscribe for subscribe, (unsubscribe, _) in SUBSCRIBE_METHODS.items()
+    }
+
+    def parse(self, method: str, params: Any) -> Matcher:
+        return parse(method, params)
+
+
+FAMILY: Final = SolanaSubscriptions()

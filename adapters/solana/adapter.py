@@ -18,7 +18,13 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import BlockHandler, MethodDocs, NetworkChainAdapter, NetworkSpec
+from adapters.base import (
+    BlockHandler,
+    MethodDocs,
+    NetworkChainAdapter,
+    NetworkSpec,
+    SubscriptionFamily,
+)
 from schemas.errors import ConfigError, MethodNotFound
 
 from ._docs import solana_docs
@@ -27,6 +33,7 @@ from ._events import SolanaEvent
 from ._ledger import Ledger
 from ._methods import Handler, SolanaMethods
 from ._options import SolanaDevOptions
+from ._pubsub import FAMILY, NOTIFICATIONS
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +96,11 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     def notifications(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
-        return frozenset()  # none yet: the core's subscription hub has no Solana family hook
+        return NOTIFICATIONS
+
+    def subscription_family(self, chain: str) -> SubscriptionFamily:
+        self._check_chain(chain)
+        return FAMILY
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         self._check_chain(chain)

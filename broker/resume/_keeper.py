@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import msgspec
 import trio
 
-from broker.bus import EventBus, Position
+from broker.bus import EventBus, MemoryLog, Position
 from broker.cursors import (
     CHANGES,
     FeedPositions,
@@ -29,7 +29,7 @@ from broker.cursors import (
     with_cursor,
 )
 from broker.errors import RpcError
-from broker.events import HeadEvent, LogsEvent
+from broker.events import FamilyEvent, HeadEvent, LogsEvent
 from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
@@ -61,7 +61,7 @@ class SessionReplay(Protocol):
 
     def replay_changes(
         self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str
-    ) -> tuple[list[tuple[Position, bytes]], Callable[[str], bool] | None]:
+    ) -> tuple[list[tuple[Position, bytes]], Callable[[str, str], bool] | None]:
         """The ``wallet_sessionChanged`` messages the dapp's connection would have been sent for
         ``changes`` (less those ``owner`` caused itself), and, when they changed the session,
         which scopes its subscriptions may still hold."""
@@ -101,6 +101,8 @@ class ResumeKeeper:
         self.process_id = process_id
         self.changes: SessionChangeBus | None = None
         self.sessions: SessionReplay | None = None
+        #: The in-process logs of the chain families' events, by chain.
+        self.family_logs: dict[str, MemoryLog[FamilyEvent]] = {}
         self.positions: FeedPositions = hub.positions
         self._owners: dict[str, WebSocketConnection] = {}
         self._dirty: set[WebSocketConnection] = set()
@@ -151,7 +153,7 @@ class ResumeKeeper:
             feeds=tuple(state.feeds),
             since=tuple(state.since),
             subscriptions=tuple(
-                SubscriptionRecord(s.id, s.chain, s.params, s.scope)
+                SubscriptionRecord(s.id, s.chain, s.params, s.scope, s.method)
                 for s in self.hub.subscriptions_of(conn)
             ),
         )
@@ -176,7 +178,7 @@ class ResumeKeeper:
             record,
             subscriptions=(
                 *record.subscriptions,
-                SubscriptionRecord(sub.id, sub.chain, sub.params, sub.scope),
+                SubscriptionRecord(sub.id, sub.chain, sub.params, sub.scope, sub.method),
             ),
         )
         self._dirty.discard(conn)
@@ -281,7 +283,14 @@ class ResumeKeeper:
                 raise _Incomplete(f"this process does not serve {saved.chain}")
             try:
                 params = msgspec.json.decode(saved.params)
-                sub = self.hub.parse(conn, saved.chain, params, scope=saved.scope, sub_id=saved.id)
+                if saved.method is not None:
+                    sub = self.hub.parse_family(
+                        conn, saved.chain, saved.method, params, scope=saved.scope, sub_id=saved.id
+                    )
+                else:
+                    sub = self.hub.parse(
+                        conn, saved.chain, params, scope=saved.scope, sub_id=saved.id
+                    )
             except (RpcError, msgspec.DecodeError) as exc:
                 raise _Incomplete(f"a saved subscription no longer parses: {exc}") from exc
             sub.resume = state
@@ -298,7 +307,11 @@ class ResumeKeeper:
             if upto is None or upto == after:
                 continue
             found: list[tuple[Position, object]] | None
-            if feed == CHANGES:
+            family_log = self.family_logs.get(feed)
+            if family_log is not None:
+                kept = family_log.read_range(after, upto)
+                found = list(kept) if kept is not None else None
+            elif feed == CHANGES:
                 if self.changes is None:
                     continue
                 changes = await self.changes.read_range(after, upto)
@@ -351,8 +364,10 @@ class ResumeKeeper:
                     conn.send_message(with_cursor(message, state.cursor()))
                     sent += 1
                 if keep is not None:
-                    subs = [s for s in subs if s.scope is None or keep(s.scope)]
-            elif isinstance(entry, HeadEvent | LogsEvent):
+                    subs = [
+                        s for s in subs if s.scope is None or keep(s.scope, s.notification.decode())
+                    ]
+            elif isinstance(entry, HeadEvent | LogsEvent | FamilyEvent):
                 for frame in self.hub.replay(subs, entry):
                     conn.send_frame(frame)
                     sent += 1

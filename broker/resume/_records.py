@@ -21,12 +21,14 @@ LIVE_TTL: Final = 24 * 3600.0
 
 
 class SubscriptionRecord(msgspec.Struct, array_like=True, frozen=True):
-    """One subscription: its id, chain, ``eth_subscribe`` params (JSON) and session scope."""
+    """One subscription: its id, chain, subscribe params (JSON), session scope, and for a chain
+    family's subscription its subscribe method (None: ``eth_subscribe``)."""
 
     id: str
     chain: str
     params: bytes
     scope: str | None = None
+    method: str | None = None
 
 
 class ResumeRecord(msgspec.Struct, frozen=True):
