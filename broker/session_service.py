@@ -158,6 +158,10 @@ class SessionService:
             notifications=self._networks.notifications(chain),
         )
 
+    def connection_count(self, identity: Identity) -> int:
+        """How many connections of ``identity`` this process holds."""
+        return len(self._connections.get(identity, ()))
+
     def _held(self, chain: str) -> Sequence[str]:
         adapter = self._networks.accounts_for(chain)
         return adapter.accounts(chain) if adapter is not None else ()
