@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
+from broker import frames
 from broker.admin import describe_session
 from broker.approvals import Outcome, PendingApproval
 from broker.session_changes import SessionChange
@@ -40,7 +41,12 @@ log = logging.getLogger(__name__)
 FEED_QUEUE: Final = 1024
 CLOSE_FELL_BEHIND: Final = 4008
 
-_encode = msgspec.json.Encoder().encode
+_encode_json = msgspec.json.Encoder().encode
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """``message`` as a WebSocket text frame (built once for every console)."""
+    return frames.text_frame(_encode_json(message))
 
 
 def _identity_fields(identity: Identity) -> dict[str, str]:
@@ -48,7 +54,7 @@ def _identity_fields(identity: Identity) -> dict[str, str]:
 
 
 class FeedSubscriber:
-    """One signed-in console: its bounded queue of encoded messages, and what to do when full."""
+    """One signed-in console: its bounded queue of frames, and what to do when it is full."""
 
     __slots__ = ("_held", "_on_overflow", "fell_behind", "queue")
 
