@@ -18,6 +18,8 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from eth_account import Account
+from eth_account.messages import encode_defunct
 from playwright.sync_api import Page, expect
 
 from adapters.base import SigningRequest
@@ -152,6 +154,22 @@ async def test_the_operator_narrows_a_session_and_the_dapp_gets_the_narrowed_one
                     ).to_be_visible()
 
                 await browser.run(session_is_listed)
+
+                def approve_signature() -> None:
+                    card = page.get_by_role("article", name="personal_sign request #2")
+                    expect(card.get_by_text("Welcome to dapp.example")).to_be_visible()
+                    page.screenshot(path=screenshots / "0-console.png")
+                    card.get_by_role("button", name="Approve").click()
+                    expect(card).to_have_count(0)
+
+                sign = {"method": "personal_sign", "params": ["Welcome to dapp.example", SECOND]}
+                signed = await while_asking(
+                    lambda: a.call("wallet_invokeMethod", {"scope": DEV, "request": sign}),
+                    lambda: browser.run(approve_signature),
+                )
+                signature = signed["result"]["result"]["result"]
+                message = encode_defunct(text="Welcome to dapp.example")
+                assert Account.recover_message(message, signature=signature).lower() == SECOND
 
 
 async def test_a_signature_shows_its_text_reject_gives_4001_and_dapp_html_stays_text(
