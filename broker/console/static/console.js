@@ -120,7 +120,6 @@ function renderCalls(calls) {
 
 function renderSignature(request) {
   const part = el("div", { class: "rendering" });
-  part.append(fields([["Chain", request.chain], ["Account", request.account]]));
   if ("message" in request && "encoding" in request) {
     const label = request.encoding === "utf-8" ? "Message" : "Message (not text; hex)";
     part.append(el("h4", { text: label }), el("pre", { class: "message", text: request.message }));
@@ -239,6 +238,8 @@ function buildApproval(approval) {
       ["Origin", approval.origin],
       ["API key", approval.apiKey],
       ["Asked at", approval.created],
+      ["Chain", request.chain],
+      ["Account", request.account ?? undefined],
     ]),
     approval.kind === "session" ? renderSessionOffer(request) : renderSignature(request),
   );
