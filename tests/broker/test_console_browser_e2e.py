@@ -372,3 +372,123 @@ async def test_a_thousand_sessions_and_a_hundred_requests_render_what_is_visible
 async def _approve_first(node: Any) -> None:
     approval = await waiting_approval(node)
     await node.admin("admin_approve", {"id": approval["id"]})
+
+
+TYPED_DATA = {
+    "types": {
+        "EIP712Domain": [
+            {"name": "name", "type": "string"},
+            {"name": "chainId", "type": "uint256"},
+        ],
+        "Order": [
+            {"name": "buyer", "type": "address"},
+            {"name": "amount", "type": "uint256"},
+            {"name": "note", "type": "string"},
+        ],
+    },
+    "primaryType": "Order",
+    "domain": {"name": "Shop", "chainId": 1337},
+    "message": {"buyer": SECOND, "amount": "42", "note": HOSTILE},
+}
+ENTRY_POINT = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789"
+ONE_AND_A_HALF_ETH = hex(15 * 10**17)
+
+
+def invoke(method: str, params: Any) -> dict[str, Any]:
+    return {"scope": DEV, "request": {"method": method, "params": params}}
+
+
+async def test_typed_data_a_transaction_and_a_user_operation_are_readable(
+    screenshots: Path,
+) -> None:
+    """In-process server: the user operation is prepared through the operator API first."""
+    methods = ["eth_signTypedData_v4", "eth_signTransaction", "eth_prepareUserOperation"]
+    methods.append("eth_signUserOperation")
+    scopes = {"optionalScopes": {DEV: {"methods": methods, "notifications": []}}}
+    config = Config(server=ServerConfig(approval="manual"))
+    with trio.fail_after(120):
+        async with (
+            open_browser() as browser,
+            running_broker("--block-time", "0", config=config) as node,
+            dapp(node.ws_url(), origin=ORIGIN) as a,
+        ):
+            assert "result" in await while_asking(
+                lambda: a.call("wallet_createSession", scopes), lambda: _approve_first(node)
+            )
+            intents = [{"to": SECOND, "value": "0x0", "data": "0xa9059cbb"}]
+            prepared = await while_asking(
+                lambda: a.call("wallet_invokeMethod", invoke("eth_prepareUserOperation", intents)),
+                lambda: _approve_first(node),
+            )
+            details = prepared["result"]["result"]["result"]
+            op = {
+                "sender": details["sender"],
+                "nonce": details["nonce"],
+                "initCode": details["initCode"],
+                "callData": details["callData"],
+                **details["gasLimits"],
+                "maxFeePerGas": "0x77359400",
+                "maxPriorityFeePerGas": "0x1",
+                "paymasterAndData": "0x",
+                "signature": "0x",
+            }
+            transaction = {
+                "type": "0x2",
+                "from": FIRST,
+                "to": SECOND,
+                "value": ONE_AND_A_HALF_ETH,
+                "data": "0x",
+                "nonce": "0x0",
+                "gasLimit": "0x5208",
+                "maxFeePerGas": "0x77359400",
+                "maxPriorityFeePerGas": "0x1",
+                "chainId": "0x539",
+            }
+            page = await signed_in(browser, node.base)
+
+            def readable() -> None:
+                typed = page.get_by_role("article", name="eth_signTypedData_v4 request")
+                expect(typed.get_by_role("heading", name="Domain")).to_be_visible()
+                expect(typed.get_by_role("heading", name="Message (Order)")).to_be_visible()
+                expect(typed.get_by_role("listitem").filter(has_text="name:")).to_have_text(
+                    'name: "Shop"'
+                )
+                expect(typed.get_by_text(f'"{SECOND}"')).to_be_visible()
+                expect(typed.get_by_text(HOSTILE)).to_be_visible()  # as text
+                signed_tx = page.get_by_role("article", name="eth_signTransaction request")
+                expect(signed_tx.get_by_text("1.5 ETH")).to_be_visible()
+                expect(signed_tx.get_by_text(SECOND, exact=True)).to_be_visible()
+                user_op = page.get_by_role("article", name="eth_signUserOperation request")
+                expect(user_op.get_by_text(details["sender"], exact=True)).to_be_visible()
+                expect(user_op.get_by_role("heading", name="Calls")).to_be_visible()
+                expect(user_op.get_by_text("4 bytes, selector 0xa9059cbb")).to_be_visible()
+                expect(user_op.get_by_role("heading", name="Gas")).to_be_visible()
+                expect(user_op.get_by_role("term").filter(has_text="callGasLimit")).to_be_visible()
+                assert page.evaluate("() => window.__pwned") is None
+                page.screenshot(path=screenshots / "6-readable-requests.png", full_page=True)
+                for name in (
+                    "eth_signTypedData_v4",
+                    "eth_signTransaction",
+                    "eth_signUserOperation",
+                ):
+                    card = page.get_by_role("article", name=f"{name} request")
+                    card.get_by_role("button", name="Reject").click()
+                    expect(card).to_have_count(0)
+
+            calls = [
+                ("eth_signTypedData_v4", [FIRST, TYPED_DATA]),
+                ("eth_signTransaction", [transaction]),
+                ("eth_signUserOperation", [op, ENTRY_POINT]),
+            ]
+            replies: list[Any] = []
+            async with trio.open_nursery() as nursery:
+                for method, params in calls:
+                    nursery.start_soon(_collect, replies, node.ws_url(), method, params)
+                await browser.run(readable)
+            assert [reply["error"]["code"] for reply in replies] == [4001, 4001, 4001]
+
+
+async def _collect(replies: list[Any], url: str, method: str, params: Any) -> None:
+    """One call on a connection of its own (of the same dapp, so in its session)."""
+    async with dapp(url, origin=ORIGIN) as connection:
+        replies.append(await connection.call("wallet_invokeMethod", invoke(method, params)))
