@@ -28,6 +28,7 @@ from broker.sessions import Identity
 from tests.support.browser import BrowserThread, open_browser
 from tests.support.inprocess import Dapp, dapp, running_broker, waiting_approval
 from tests.support.processes import ScopecastProcess, start_scopecast
+from tests.support.user_operations import unsigned_user_op
 
 DEV = "eip155:1337"
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -421,17 +422,7 @@ async def test_typed_data_a_transaction_and_a_user_operation_are_readable(
                 lambda: _approve_first(node),
             )
             details = prepared["result"]["result"]["result"]
-            op = {
-                "sender": details["sender"],
-                "nonce": details["nonce"],
-                "initCode": details["initCode"],
-                "callData": details["callData"],
-                **details["gasLimits"],
-                "maxFeePerGas": "0x77359400",
-                "maxPriorityFeePerGas": "0x1",
-                "paymasterAndData": "0x",
-                "signature": "0x",
-            }
+            op = unsigned_user_op(details)
             transaction = {
                 "type": "0x2",
                 "from": FIRST,
