@@ -135,6 +135,7 @@ class SessionService:
         # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
         # SPEC's): an ended session is announced in the dialect it was created in.
         self._current_dialect: set[Identity] = set()
+        self._change_watchers: list[Callable[[SessionChange], None]] = []
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
         broker.metrics.sessions.set_function(lambda: len(self._expiries))
         register = broker.dispatcher.register
@@ -157,6 +158,11 @@ class SessionService:
             methods=self._networks.methods(chain) | BROKER_METHODS,
             notifications=self._networks.notifications(chain),
         )
+
+    def watch_changes(self, watcher: Callable[[SessionChange], None]) -> None:
+        """Tell ``watcher`` of every session change this process hears (with Redis, those of every
+        process), and of every session it ends at expiry."""
+        self._change_watchers.append(watcher)
 
     def connection_count(self, identity: Identity) -> int:
         """How many connections of ``identity`` this process holds."""
@@ -348,6 +354,11 @@ class SessionService:
         )
 
     def _on_change(self, change: SessionChange) -> None:
+        for watcher in self._change_watchers:
+            try:
+                watcher(change)
+            except Exception:
+                log.exception("session change watcher failed")
         conns = self._connections.get(change.identity)
         if not conns:
             return  # a dapp of another process: that process tracks and ends its session

@@ -9,7 +9,7 @@ client that sends no ``Origin``, like a script) may open it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -34,8 +34,6 @@ class ConsoleHost(Protocol):
     def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
 
     def on_disconnect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
-
-    def add_service(self, service: Callable[[trio.Nursery], Awaitable[None]]) -> None: ...
 
     async def wait_stopping(self) -> None: ...
 
@@ -62,10 +60,6 @@ class OperatorConsole:
         self.feed = OperatorFeed(sessions)
         host.on_connect(self.feed.on_connection)
         host.on_disconnect(self.feed.on_connection)
-        host.add_service(self._start)
-
-    async def _start(self, nursery: trio.Nursery) -> None:
-        await nursery.start(self.feed.serve_session_changes)
 
     def page(self, request: HttpRequest, file: str | None) -> HttpResponse:
         """``GET /console`` or one of its files."""

@@ -96,18 +96,13 @@ class OperatorFeed:
         self._sessions = sessions
         self._subscribers: set[FeedSubscriber] = set()
         sessions.policy.watch(self._on_approval)
+        sessions.watch_changes(self._on_session_change)
 
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
 
     # -- the broker's events --------------------------------------------------------------------
-
-    async def serve_session_changes(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Hear every session change (of every process, with Redis) until cancelled."""
-        await self._sessions.changes.serve_reader(self._on_session_change, task_status=task_status)
 
     def on_connection(self, conn: WebSocketConnection) -> None:
         """A dapp connected or left: its identity's connection count changed."""

@@ -8,9 +8,11 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import trio
 import trio_websocket
@@ -20,6 +22,7 @@ from broker.config import Config, ServerConfig
 from broker.console import _feed_connection
 from broker.console._feed import FeedSubscriber
 from broker.console._feed_connection import CLOSE_WRONG_TOKEN
+from broker.sessions import Identity, Session
 from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.rawws import RawWebSocket
 
@@ -261,3 +264,29 @@ def test_a_console_that_falls_behind_is_told_once_and_gets_nothing_more() -> Non
     assert [receive.receive_nowait(), receive.receive_nowait()] == [b"snapshot", b"held"]
     with pytest.raises(trio.WouldBlock):
         receive.receive_nowait()
+
+
+async def test_a_session_ending_at_its_expiry_leaves_the_console() -> None:
+    with trio.fail_after(60):
+        async with (
+            running_broker("--block-time", "0", expiry_check=0.05) as node,
+            signed_in_feed(node) as ws,
+        ):
+            assert node.broker.sessions is not None
+            await next_message(ws)
+            async with dapp(node.ws_url(), origin="https://a.example") as a:
+                await a.result("wallet_createSession", REQUEST)
+            assert (await next_of(ws, "session"))["session"] is not None
+            past = datetime.now(UTC) - timedelta(seconds=1)
+
+            def expired(current: Session | None) -> tuple[Session | None, None]:
+                assert current is not None
+                return msgspec.structs.replace(current, expiry=past), None
+
+            identity = Identity.of("dev", "https://a.example")
+            await node.broker.sessions.store.modify(identity, expired)
+            # The dapp comes back: this process looks its session up, finds it over, ends it.
+            async with dapp(node.ws_url(), origin="https://a.example"):
+                ended = await next_of(ws, "session")
+            assert ended["origin"] == "https://a.example"
+            assert ended["session"] is None
