@@ -75,6 +75,7 @@ async def test_watchers_hear_each_request_start_and_how_it_ended(
         assert heard == [("1", None), ("2", None), ("3", None), ("4", None)]
         assert policy.pending()[0].describe()["expires"] > policy.pending()[0].created
         policy.approve("1")
+        await trio.testing.wait_all_tasks_blocked()
         policy.reject("2")
         await trio.testing.wait_all_tasks_blocked()
         nursery.cancel_scope.deadline = trio.current_time() + 30  # "4": its dapp hangs up
