@@ -17,7 +17,6 @@ Each connection has a bounded queue: a console that does not keep up is told so 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -34,8 +33,6 @@ from broker.sessions import Identity, Session, decode_session, is_expired
 if TYPE_CHECKING:
     from broker.session_service import SessionService
     from broker.websocket import WebSocketConnection
-
-log = logging.getLogger(__name__)
 
 #: Messages a console may be behind by before it is closed (it then reloads a snapshot).
 FEED_QUEUE: Final = 1024

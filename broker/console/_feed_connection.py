@@ -6,9 +6,10 @@ closes the connection with :data:`CLOSE_WRONG_TOKEN`; no sign-in within :data:`S
 closes it with 1008. A client that can send the header (and sent the right one) is signed in at
 once. Nothing else the console sends is read: answers go through ``POST /admin``.
 
-Three tasks: the reader (frames in, through :class:`~broker.ws_protocol.WebSocketProtocol`), the one
-writer (frames out, from the connection's bounded queue) and a watch that ends the connection when
-the console signs in too late, falls behind, or the server shuts down.
+The connection's own task reads (frames in, through :class:`~broker.ws_protocol.WebSocketProtocol`);
+one writer sends (frames out, from the connection's bounded queue, then the close frame); two small
+tasks end the connection when the console has not signed in in time, or when the server shuts down.
+A console that falls behind is ended by its queue (:class:`~broker.console._feed.FeedSubscriber`).
 """
 
 from __future__ import annotations
