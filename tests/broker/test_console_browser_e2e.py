@@ -483,3 +483,35 @@ async def _collect(replies: list[Any], url: str, method: str, params: Any) -> No
     """One call on a connection of its own (of the same dapp, so in its session)."""
     async with dapp(url, origin=ORIGIN) as connection:
         replies.append(await connection.call("wallet_invokeMethod", invoke(method, params)))
+
+
+async def test_a_new_request_leaves_the_operators_ticks_and_focus_alone() -> None:
+    config = Config(server=ServerConfig(approval="manual"))
+    with trio.fail_after(120):
+        async with (
+            open_browser() as browser,
+            running_broker("--block-time", "0", config=config) as node,
+            dapp(node.ws_url(), origin=ORIGIN) as a,
+            dapp(node.ws_url(), origin="https://later.example") as b,
+            trio.open_nursery() as asking,
+        ):
+            page = await signed_in(browser, node.base)
+            asking.start_soon(a.call, "wallet_createSession", REQUEST)
+
+            def untick() -> None:
+                card = page.get_by_role("article", name="Session request #1")
+                card.get_by_role("checkbox", name="eth_getBalance").uncheck()
+                expect(card.get_by_role("checkbox", name="eth_getBalance")).to_be_focused()
+
+            await browser.run(untick)
+            asking.start_soon(b.call, "wallet_createSession", REQUEST)
+
+            def still_in_place() -> None:
+                expect(page.get_by_role("article", name="Session request #2")).to_be_visible()
+                first = page.get_by_role("article", name="Session request #1")
+                expect(first.get_by_role("checkbox", name="eth_getBalance")).to_be_focused()
+                expect(first.get_by_role("checkbox", name="eth_getBalance")).not_to_be_checked()
+                expect(first.get_by_role("checkbox", name="personal_sign")).to_be_checked()
+
+            await browser.run(still_in_place)
+            asking.cancel_scope.cancel()

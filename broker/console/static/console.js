@@ -316,9 +316,13 @@ function reconcile(list, items, cache, keyOf, build) {
     return entry.element;
   });
   for (const key of cache.keys()) if (!wanted.has(key)) cache.delete(key);
-  const current = list.children;
-  const same = current.length === elements.length && elements.every((e, i) => current[i] === e);
-  if (!same) list.replaceChildren(...elements);
+  // Remove what went, then insert what came: the cards that stay are never moved, so the one the
+  // operator is ticking keeps its focus while requests arrive above it.
+  const keep = new Set(elements);
+  for (const child of [...list.children]) if (!keep.has(child)) child.remove();
+  elements.forEach((element, i) => {
+    if (list.children[i] !== element) list.insertBefore(element, list.children[i] ?? null);
+  });
 }
 
 function render() {
