@@ -26,7 +26,13 @@ from adapters.base import SigningRequest
 from broker.config import Config, ServerConfig
 from broker.sessions import Identity
 from tests.support.browser import BrowserThread, open_browser
-from tests.support.inprocess import Dapp, dapp, running_broker, waiting_approval
+from tests.support.inprocess import (
+    Dapp,
+    RunningBroker,
+    dapp,
+    running_broker,
+    waiting_approval,
+)
 from tests.support.processes import ScopecastProcess, start_scopecast
 from tests.support.user_operations import unsigned_user_op
 
@@ -59,6 +65,18 @@ async def manual_server() -> AsyncIterator[ScopecastProcess]:
             yield node
         finally:
             nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def browser_and_broker_in_process() -> AsyncIterator[tuple[BrowserThread, RunningBroker]]:
+    """Chromium and a broker in the test's own process (``--approval manual``), for the tests that
+    reach inside it (its store, its policy)."""
+    config = Config(server=ServerConfig(approval="manual"))
+    async with (
+        open_browser() as browser,
+        running_broker("--block-time", "0", config=config) as node,
+    ):
+        yield browser, node
 
 
 def sign_in(page: Page, url: str, token: str) -> None:
@@ -282,11 +300,9 @@ async def test_a_thousand_sessions_and_a_hundred_requests_render_what_is_visible
 ) -> None:
     """In-process server (the sessions are written to its store directly, the requests parked with
     its policy); the figures go to console-figures.txt beside the screenshots."""
-    config = Config(server=ServerConfig(approval="manual"))
     with trio.fail_after(180):
         async with (
-            open_browser() as browser,
-            running_broker("--block-time", "0", config=config) as node,
+            browser_and_broker_in_process() as (browser, node),
             trio.open_nursery() as waiting,
         ):
             sessions = node.broker.sessions
@@ -370,7 +386,7 @@ async def test_a_thousand_sessions_and_a_hundred_requests_render_what_is_visible
             waiting.cancel_scope.cancel()
 
 
-async def _approve_first(node: Any) -> None:
+async def _approve_first(node: RunningBroker) -> None:
     approval = await waiting_approval(node)
     await node.admin("admin_approve", {"id": approval["id"]})
 
@@ -406,11 +422,9 @@ async def test_typed_data_a_transaction_and_a_user_operation_are_readable(
     methods = ["eth_signTypedData_v4", "eth_signTransaction", "eth_prepareUserOperation"]
     methods.append("eth_signUserOperation")
     scopes = {"optionalScopes": {DEV: {"methods": methods, "notifications": []}}}
-    config = Config(server=ServerConfig(approval="manual"))
     with trio.fail_after(120):
         async with (
-            open_browser() as browser,
-            running_broker("--block-time", "0", config=config) as node,
+            browser_and_broker_in_process() as (browser, node),
             dapp(node.ws_url(), origin=ORIGIN) as a,
         ):
             assert "result" in await while_asking(
@@ -486,11 +500,9 @@ async def _collect(replies: list[Any], url: str, method: str, params: Any) -> No
 
 
 async def test_a_new_request_leaves_the_operators_ticks_and_focus_alone() -> None:
-    config = Config(server=ServerConfig(approval="manual"))
     with trio.fail_after(120):
         async with (
-            open_browser() as browser,
-            running_broker("--block-time", "0", config=config) as node,
+            browser_and_broker_in_process() as (browser, node),
             dapp(node.ws_url(), origin=ORIGIN) as a,
             dapp(node.ws_url(), origin="https://later.example") as b,
             trio.open_nursery() as asking,
