@@ -16,7 +16,7 @@ import msgspec
 from broker.dispatch import CallContext, Dispatcher
 from broker.errors import InvalidParams, Unauthenticated
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
-from broker.sessions import Identity, create_session_result, is_expired
+from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from broker.session_service import SessionService
 
 
+WRONG_TOKEN = "missing or wrong admin token"
 DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
 
 
@@ -43,6 +44,15 @@ def _identity(args: dict[str, Any]) -> Identity:
     if not isinstance(api_key, str) or not isinstance(origin, str):
         raise InvalidParams("apiKey and origin must be strings")
     return Identity.of(api_key, origin)
+
+
+def describe_session(session: Session) -> dict[str, Any]:
+    """A session as the operator sees it: its dapp, scopes and expiry."""
+    return {
+        "apiKey": session.identity.api_key,
+        "origin": session.identity.origin,
+        **msgspec.to_builtins(create_session_result(session)),
+    }
 
 
 def _not_waiting(approval_id: str) -> InvalidParams:
@@ -81,13 +91,27 @@ class AdminApi:
         """Whether a token can open the API (False: every request gets 401, :data:`DISABLED`)."""
         return self._token is not None
 
-    async def respond(self, request: HttpRequest) -> HttpResponse:
-        """Answer one operator request."""
+    def refusal(self, request: HttpRequest, *, token_optional: bool = False) -> HttpResponse | None:
+        """The 401 for a request without the bearer token (None: it may go on).
+
+        ``token_optional``: a request with no ``Authorization`` header may go on too, when the API
+        is enabled (a browser's WebSocket cannot send one: the operator feed reads the token from
+        the first message instead); a wrong header is refused all the same.
+        """
         if self._token is None:
             return json_error(401, Unauthenticated(DISABLED))
-        auth = request.header(b"authorization") or b""
-        if not hmac.compare_digest(auth, b"Bearer " + self._token):
-            return json_error(401, Unauthenticated("missing or wrong admin token"))
+        auth = request.header(b"authorization")
+        if auth is None and token_optional:
+            return None
+        if not hmac.compare_digest(auth or b"", b"Bearer " + self._token):
+            return json_error(401, Unauthenticated(WRONG_TOKEN))
+        return None
+
+    async def respond(self, request: HttpRequest) -> HttpResponse:
+        """Answer one operator request."""
+        refused = self.refusal(request)
+        if refused is not None:
+            return refused
         if request.method != b"POST":
             return HttpResponse(405, b"method not allowed", [(b"allow", b"POST")])
         reply = await self._dispatcher.handle(request.body, self._context)
@@ -97,18 +121,8 @@ class AdminApi:
 
     async def _listSessions(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         now = datetime.now(UTC)
-        found = []
-        for session in await self._sessions.store.list_sessions():
-            if is_expired(session, now):
-                continue
-            found.append(
-                {
-                    "apiKey": session.identity.api_key,
-                    "origin": session.identity.origin,
-                    **msgspec.to_builtins(create_session_result(session)),
-                }
-            )
-        return found
+        sessions = await self._sessions.store.list_sessions()
+        return [describe_session(s) for s in sessions if not is_expired(s, now)]
 
     async def _updateSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         args = _object(params)

@@ -12,13 +12,11 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import unquote
 
 import msgspec
 import trio
-import wsproto
-import wsproto.events as wse
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import discover, frames, stream_methods
@@ -50,6 +48,7 @@ from broker.resume._keeper import resumed_message
 from broker.routing import Endpoint, route
 from broker.subscriptions import SubscriptionHub
 from broker.websocket import WebSocketConnection
+from broker.ws_protocol import accept_handshake
 from schemas.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ DEV_API_KEY: Final = "dev"
 NOT_FOUND: Final = (
     "not found: JSON-RPC is POST /v3/<API_KEY> (or /<network>/v3/<API_KEY>), WebSocket "
     "/ws/v3/<API_KEY> (or /<network>/ws/v3/<API_KEY>); also GET /healthz, GET /metrics, "
-    "POST /admin"
+    "POST /admin, GET /console"
 )
 #: What geth accepts as a JSON-RPC request body's Content-Type.
 JSON_RPC_CONTENT_TYPES: Final = frozenset(
@@ -73,6 +72,14 @@ Service = Callable[[trio.Nursery], Awaitable[None]]
 """A background part of the broker (ingestion, heartbeat, bus readers), started with the server."""
 
 AdminResponder = Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+
+class ConsoleResponder(Protocol):
+    """The operator console (:class:`broker.console.OperatorConsole`)."""
+
+    def page(self, request: HttpRequest, file: str | None) -> HttpResponse: ...
+
+    def open_feed(self, request: HttpRequest) -> HttpResponse | Upgrade: ...
 
 
 _NOT_READY: Final = "not ready yet: waiting for Redis"
@@ -135,6 +142,7 @@ class Broker:
         self.dev_mode = not api_keys
         self.connections: set[WebSocketConnection] = set()
         self.admin: AdminResponder | None = None
+        self.console: ConsoleResponder | None = None
         self.sessions: SessionService | None = None
         self.port: int | None = None
         self._services: list[Service] = []
@@ -352,6 +360,10 @@ class Broker:
         cursor = self.resume.last_cursor(conn) if self.resume is not None else None
         conn.close(frames.CLOSE_SERVICE_RESTART, cursor or "server restarting")
 
+    async def wait_stopping(self) -> None:
+        """Return once the graceful stop has begun."""
+        await self._shutdown.wait()
+
     async def _accept(
         self,
         listeners: list[trio.SocketListener],
@@ -412,6 +424,12 @@ class Broker:
             if request.method == b"OPTIONS":
                 return HttpResponse(204)
             return await self.admin(request)
+        if target.endpoint is Endpoint.CONSOLE or target.endpoint is Endpoint.OPERATOR_FEED:
+            if self.console is None:
+                return json_error(404, ServerError("operator console not enabled"))
+            if target.endpoint is Endpoint.CONSOLE:
+                return self.console.page(request, target.file)
+            return self.console.open_feed(request)
         if request.method == b"OPTIONS":
             return HttpResponse(204)
         # The key first: an unauthenticated caller must not learn which network names exist.
@@ -452,12 +470,8 @@ class Broker:
 
     def _upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
         resume_from = _query_value(request.target, b"resume")
-        handshake = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
         try:
-            handshake.initiate_upgrade_connection(request.headers, request.target)
-            for _event in handshake.events():
-                pass
-            accept = handshake.send(wse.AcceptConnection())
+            accept = accept_handshake(request.headers, request.target)
         except (WsHandshakeError, RpcError) as exc:
             return HttpResponse(400, str(exc).encode())
         return self._websocket_session(accept, context, resume_from)

@@ -12,7 +12,7 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import trio
@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 HeldAccounts = Callable[[str], Sequence[str]]
 """The wallet's accounts (lowercase addresses) on a chain."""
+
+Outcome = Literal["approved", "rejected", "timedOut", "withdrawn"]
+"""How a request stopped waiting (``withdrawn``: its dapp hung up, or its call was cancelled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,7 @@ class PendingApproval:
     identity: Identity
     summary: dict[str, Any]
     created: str
+    expires: str = ""
     decided: trio.Event = field(default_factory=trio.Event)
     approved: bool = False
     accounts: list[str] | None = None
@@ -57,6 +61,7 @@ class PendingApproval:
             "apiKey": self.identity.api_key,
             "origin": self.identity.origin,
             "created": self.created,
+            "expires": self.expires,
             "request": self.summary,
         }
 
@@ -112,6 +117,10 @@ def _operator_accounts(
     return chosen
 
 
+ApprovalWatcher = Callable[[PendingApproval, Outcome | None], None]
+"""Told when a request starts waiting (outcome None) and when it stops (its outcome)."""
+
+
 class ApprovalPolicy:
     """Decides on sessions and signatures, at once (auto) or through the operator (manual)."""
 
@@ -120,9 +129,21 @@ class ApprovalPolicy:
         self.timeout = timeout
         self._pending: dict[str, PendingApproval] = {}
         self._ids = itertools.count(1)
+        self._watchers: list[ApprovalWatcher] = []
 
     def pending(self) -> list[PendingApproval]:
         return list(self._pending.values())
+
+    def watch(self, watcher: ApprovalWatcher) -> None:
+        """Tell ``watcher`` of every request that starts waiting, and of how each one ended."""
+        self._watchers.append(watcher)
+
+    def _tell(self, pending: PendingApproval, outcome: Outcome | None) -> None:
+        for watcher in self._watchers:
+            try:
+                watcher(pending, outcome)
+            except Exception:
+                log.exception("approval watcher failed")
 
     async def decide_session(
         self, identity: Identity, offer: SessionRequest, held: HeldAccounts
@@ -162,20 +183,29 @@ class ApprovalPolicy:
     async def _park(
         self, kind: Literal["session", "signature"], identity: Identity, summary: dict[str, Any]
     ) -> PendingApproval:
+        now = datetime.now(UTC)
         pending = PendingApproval(
             id=str(next(self._ids)),
             kind=kind,
             identity=identity,
             summary=summary,
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            created=now.isoformat(timespec="seconds"),
+            expires=(now + timedelta(seconds=self.timeout)).isoformat(timespec="milliseconds"),
         )
         self._pending[pending.id] = pending
         log.info("approval %s (%s) waiting for the operator", pending.id, kind)
+        self._tell(pending, None)
+        outcome: Outcome = "withdrawn"
         try:
             with trio.move_on_after(self.timeout):
                 await pending.decided.wait()
+            if not pending.decided.is_set():
+                outcome = "timedOut"
+            else:
+                outcome = "approved" if pending.approved else "rejected"
         finally:
             self._pending.pop(pending.id, None)
+            self._tell(pending, outcome)
         if not pending.decided.is_set():
             raise UserRejected("User rejected the request.", data={"reason": "approval timed out"})
         if not pending.approved:

@@ -25,6 +25,7 @@ from broker.admin import AdminApi
 from broker.app import DEV_API_KEY, Broker, is_loopback
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
+from broker.console import OperatorConsole
 from broker.limits import Limits
 from broker.networks import Network, Networks
 from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
@@ -434,7 +435,10 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
             "signature waits until it times out: set [server] admin_token (or --admin-token, "
             "or SCOPECAST_ADMIN_TOKEN)"
         )
-    AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
+    admin = AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
+    broker.console = OperatorConsole(
+        broker, sessions, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN)
+    )
     return broker
 
 
@@ -461,6 +465,7 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
             f"  operator   POST http://{base}/admin (Authorization: Bearer {token}{note})",
             flush=True,
         )
+        print(f"  console    GET http://{base}/console (sign in with the admin token)", flush=True)
     else:
         print("  operator   disabled: set --admin-token to enable POST /admin", flush=True)
     waiting = "the operator answers each" if mode == "manual" else "granted at once"

@@ -143,6 +143,7 @@ class SessionService:
         # still watched: one of them may resume within the resume window, and must hear then of
         # an expiry that fell in its gap, in its place among the events it missed.
         self._lingering: dict[Identity, float] = {}
+        self._change_watchers: list[Callable[[SessionChange], None]] = []
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
         broker.metrics.sessions.set_function(lambda: len(self._expiries))
         register = broker.dispatcher.register
@@ -170,6 +171,15 @@ class SessionService:
             methods=self._networks.methods(chain) | BROKER_METHODS,
             notifications=self._networks.notifications(chain),
         )
+
+    def watch_changes(self, watcher: Callable[[SessionChange], None]) -> None:
+        """Tell ``watcher`` of every session change this process hears (with Redis, those of every
+        process), and of every session it ends at expiry."""
+        self._change_watchers.append(watcher)
+
+    def connection_count(self, identity: Identity) -> int:
+        """How many connections of ``identity`` this process holds."""
+        return len(self._connections.get(identity, ()))
 
     def _held(self, chain: str) -> Sequence[str]:
         adapter = self._networks.accounts_for(chain)
@@ -389,6 +399,11 @@ class SessionService:
         )
 
     def _on_change(self, change: SessionChange, position: Position | None = None) -> None:
+        for watcher in self._change_watchers:
+            try:
+                watcher(change)
+            except Exception:
+                log.exception("session change watcher failed")
         resume = self._resume
         if resume is not None and position is not None:
             resume.positions.advance(CHANGES, position, change)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
+import wsproto
 import wsproto.events as wse
 from wsproto.connection import Connection as FrameParser
 from wsproto.connection import ConnectionType
@@ -56,6 +57,16 @@ class CloseRequested:
     def __init__(self, code: int, reason: str = "") -> None:
         self.code = code
         self.reason = reason
+
+
+def accept_handshake(headers: list[tuple[bytes, bytes]], target: bytes) -> bytes:
+    """The ``101 Switching Protocols`` answer to an upgrade request (raises
+    ``wsproto.utilities.ProtocolError`` when it is not a valid WebSocket handshake)."""
+    handshake = wsproto.WSConnection(ConnectionType.SERVER)
+    handshake.initiate_upgrade_connection(headers, target)
+    for _event in handshake.events():
+        pass
+    return handshake.send(wse.AcceptConnection())
 
 
 Event = Message | SendFrame | PongReceived | CloseRequested

@@ -7,6 +7,7 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from tests.support.inprocess import RunningBroker, dapp, running_broker
+from tests.support.user_operations import unsigned_user_op
 
 DEV = "eip155:1337"
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -221,17 +222,7 @@ async def test_user_operation_prepare_patch_sign_in_a_session(node: RunningBroke
             assert details["initCode"].startswith("0x9406cc6185a346906296840746125a0e44976454")
             assert details["callData"].startswith("0xb61d27f6")  # execute(address,uint256,bytes)
             assert len(bytes.fromhex(details["dummySignature"][2:])) == 65
-            op = {
-                "sender": details["sender"],
-                "nonce": details["nonce"],
-                "initCode": details["initCode"],
-                "callData": details["callData"],
-                **details["gasLimits"],
-                "maxFeePerGas": "0x77359400",
-                "maxPriorityFeePerGas": "0x1",
-                "paymasterAndData": "0x",
-                "signature": "0x",
-            }
+            op = unsigned_user_op(details)
             patch = (
                 await conn.result("wallet_invokeMethod", invoke("eth_patchUserOperation", [op]))
             )["result"]["result"]

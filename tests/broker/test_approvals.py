@@ -1,12 +1,20 @@
 """The accounts the approval policy grants keep their namespace's form (CAIP-10): EVM addresses
-lowercase, base58 (Solana) case-sensitive, never a blanket lowercase."""
+lowercase, base58 (Solana) case-sensitive, never a blanket lowercase. Its watchers (the operator
+feed) hear every request start waiting and how it ended."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 
-from broker.approvals import _operator_accounts, auto_accounts
-from broker.sessions import SessionRequest, parse_create_session
+import pytest
+import trio
+import trio.testing
+
+from adapters.base import SigningRequest
+from broker.approvals import ApprovalPolicy, _operator_accounts, auto_accounts
+from broker.errors import UserRejected
+from broker.sessions import Identity, SessionRequest, parse_create_session
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 SOLANA = "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z"
@@ -45,3 +53,49 @@ def test_the_operator_names_accounts_in_their_own_case() -> None:
         SOLANA: [SOL_ACCOUNT],
         EVM: [],
     }
+
+
+async def test_watchers_hear_each_request_start_and_how_it_ended(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    policy = ApprovalPolicy("manual", timeout=60)
+    heard: list[tuple[str, str | None]] = []
+    policy.watch(lambda pending, outcome: heard.append((pending.id, outcome)))
+    signature = SigningRequest(EVM, "personal_sign", EVM_ACCOUNT.lower(), {"message": "hi"}, None)
+    dapp = Identity.of("dev", "https://dapp.example")
+
+    async def ask() -> None:
+        with contextlib.suppress(UserRejected):
+            await policy.approve_signature(dapp, signature)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(4):
+            nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        assert heard == [("1", None), ("2", None), ("3", None), ("4", None)]
+        assert policy.pending()[0].describe()["expires"] > policy.pending()[0].created
+        policy.approve("1")
+        await trio.testing.wait_all_tasks_blocked()
+        policy.reject("2")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.deadline = trio.current_time() + 30  # "4": its dapp hangs up
+        await trio.sleep(10)
+        policy.approve("3")
+    assert heard[4:] == [
+        ("1", "approved"),
+        ("2", "rejected"),
+        ("3", "approved"),
+        ("4", "withdrawn"),
+    ]
+
+
+async def test_a_request_nobody_answers_is_heard_timing_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    policy = ApprovalPolicy("manual", timeout=5)
+    heard: list[str | None] = []
+    policy.watch(lambda pending, outcome: heard.append(outcome))
+    signature = SigningRequest(EVM, "personal_sign", EVM_ACCOUNT.lower(), {"message": "hi"}, None)
+    with pytest.raises(UserRejected):
+        await policy.approve_signature(Identity.of("dev", None), signature)
+    assert heard == [None, "timedOut"]

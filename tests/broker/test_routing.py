@@ -21,6 +21,9 @@ from tests.support.fake_chain import CHAIN, FakeChain
         (b"/healthz", Route(Endpoint.HEALTH)),
         (b"/metrics", Route(Endpoint.METRICS)),
         (b"/admin", Route(Endpoint.ADMIN)),
+        (b"/admin/ws", Route(Endpoint.OPERATOR_FEED)),
+        (b"/console", Route(Endpoint.CONSOLE)),
+        (b"/console/console.js", Route(Endpoint.CONSOLE, file="console.js")),
         (b"/v3/a%20b", Route(Endpoint.RPC, None, "a b")),
     ],
 )
