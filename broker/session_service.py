@@ -308,6 +308,8 @@ class SessionService:
                     session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now
                 ):
                     raise Unauthorized()
+                if ctx.access is not None:
+                    ctx.access.check_subscriptions(hub.held(ctx.peer))
                 result: Any = hub.subscribe(ctx.peer, network.chain, inner, scope=request.scope)
             else:
                 sub_id = inner[0] if isinstance(inner, list) and inner else None
@@ -319,6 +321,7 @@ class SessionService:
                 ctx.origin,
                 ctx.peer,
                 accounts=permitted_addresses(session, request.scope, now=now),
+                access=ctx.access,
             )
             result = await self._broker.dispatcher.call(
                 scoped, request.method, msgspec.Raw(msgspec.json.encode(inner))

@@ -27,6 +27,8 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
             raise SubscriptionsNeedWebSocket()
+        if ctx.access is not None:
+            ctx.access.check_subscriptions(hub.held(ctx.peer))
         return hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
 
     async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:

@@ -236,6 +236,10 @@ class SubscriptionHub:
             self._remove(subs, sub)
         return len(ending)
 
+    def held(self, conn: Subscriber) -> int:
+        """Subscriptions ``conn`` holds."""
+        return len(_connection_subs(conn))
+
     def count(self) -> int:
         """Subscriptions held (all chains)."""
         return self._count

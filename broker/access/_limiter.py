@@ -1,0 +1,188 @@
+"""Where the counts live: in this process (:class:`MemoryLimiter`) or in Redis, shared by every web
+process (:class:`RedisLimiter`).
+
+Both count the same two things: a GCRA bucket per key (:func:`broker.access._policy.gcra_take`;
+in Redis, the same arithmetic in one Lua script, one round trip per request or batch, on Redis's
+clock so the processes' clocks never matter) and the WebSockets open per key (in Redis, a sorted
+set of slots, each kept alive by its process every ``SLOT_REFRESH`` seconds, so the slots of a
+process that died are reaped ``SLOT_TTL`` seconds later).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Awaitable
+from typing import Final, TypeVar
+
+import trio
+
+from broker.access._policy import Rate, Taken, gcra_take
+from broker.redis_bus import DEFAULT_PREFIX, RedisClient, RedisFailure
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: Longest a request waits for the limiter's Redis before the limits fail open or closed.
+REDIS_TIMEOUT: Final = 0.5
+SLOT_TTL: Final = 30.0
+SLOT_REFRESH: Final = 10.0
+
+
+class LimiterUnavailable(Exception):
+    """The shared counts cannot be reached (Redis down or too slow)."""
+
+
+class Limiter(ABC):
+    """Counts calls and connections per key."""
+
+    @abstractmethod
+    async def take(self, key: str, rate: Rate, cost: int) -> Taken:
+        """Take up to ``cost`` calls from the key's bucket (raises :class:`LimiterUnavailable`)."""
+
+    @abstractmethod
+    async def open_slot(self, key: str, limit: int) -> str | None:
+        """A connection slot of the key (its id), or None when ``limit`` are taken."""
+
+    @abstractmethod
+    async def close_slot(self, key: str, slot: str) -> None:
+        """Give back a slot :meth:`open_slot` gave."""
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Background upkeep, until cancelled (none by default)."""
+        task_status.started()
+
+
+class MemoryLimiter(Limiter):
+    """The counts of one process (no ``--redis-url``)."""
+
+    def __init__(self) -> None:
+        self._tats: dict[str, int] = {}
+        self._open: defaultdict[str, int] = defaultdict(int)
+        self._ids = itertools.count(1)
+
+    async def take(self, key: str, rate: Rate, cost: int) -> Taken:
+        return self.take_nowait(key, rate, cost, time.monotonic_ns() // 1000)
+
+    def take_nowait(self, key: str, rate: Rate, cost: int, now: int) -> Taken:
+        taken = gcra_take(self._tats.get(key, 0), now, rate, cost)
+        self._tats[key] = taken.tat
+        return taken
+
+    async def open_slot(self, key: str, limit: int) -> str | None:
+        if self._open[key] >= limit:
+            return None
+        self._open[key] += 1
+        return str(next(self._ids))
+
+    async def close_slot(self, key: str, slot: str) -> None:
+        self._open[key] = max(0, self._open[key] - 1)
+
+
+#: :func:`broker.access._policy.gcra_take` on Redis's clock. KEYS: the bucket; ARGV: interval and
+#: tolerance (µs), cost. Returns {admitted, retry after (µs)}. Integers as %.0f: Lua's own number
+#: formatting keeps 14 digits, and a time in µs has 16.
+GCRA_SCRIPT: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local tat = tonumber(redis.call('GET', KEYS[1])) or 0
+if tat < now then tat = now end
+local fits = math.floor((now + tolerance - tat) / interval)
+if fits > cost then fits = cost end
+if fits < 0 then fits = 0 end
+tat = tat + fits * interval
+if fits > 0 then
+  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1)
+end
+local retry = 0
+if fits < cost then retry = tat + interval - tolerance - now end
+return {fits, retry}
+"""
+
+#: KEYS: the key's slots (a sorted set scored by expiry, ms); ARGV: limit, slot id, TTL (ms).
+OPEN_SLOT_SCRIPT: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+#: KEYS: the key's slots; ARGV: TTL (ms), then the slots this process holds. XX: a slot given back
+#: meanwhile is not brought back.
+REFRESH_SLOTS_SCRIPT: Final = """
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+
+class RedisLimiter(Limiter):
+    """The counts of every web process sharing ``client``'s Redis."""
+
+    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._gcra = client.register_script(GCRA_SCRIPT)
+        self._open = client.register_script(OPEN_SLOT_SCRIPT)
+        self._refresh = client.register_script(REFRESH_SLOTS_SCRIPT)
+        self._process = uuid.uuid4().hex[:12]
+        self._ids = itertools.count(1)
+        self._held: defaultdict[str, set[str]] = defaultdict(set)
+
+    def _key(self, kind: str, key: str) -> str:
+        return f"{self._prefix}:{kind}:{{{key}}}"
+
+    async def take(self, key: str, rate: Rate, cost: int) -> Taken:
+        call: Awaitable[object] = self._gcra(
+            [self._key("rate", key)], [rate.interval_us, rate.tolerance_us, cost]
+        )
+        reply = await self._run(call)
+        assert isinstance(reply, list)
+        admitted, retry = (int(value) for value in reply)
+        return Taken(admitted, retry, 0)
+
+    async def open_slot(self, key: str, limit: int) -> str | None:
+        slot = f"{self._process}:{next(self._ids)}"
+        ttl = int(SLOT_TTL * 1000)
+        opened: object = await self._run(self._open([self._key("conns", key)], [limit, slot, ttl]))
+        if opened != 1:
+            return None
+        self._held[key].add(slot)
+        return slot
+
+    async def close_slot(self, key: str, slot: str) -> None:
+        self._held[key].discard(slot)
+        await self._run(self._client.zrem(self._key("conns", key), [slot]))
+
+    async def _run(self, call: Awaitable[_T]) -> _T:
+        try:
+            with trio.fail_after(REDIS_TIMEOUT):
+                return await call
+        except RedisFailure as exc:
+            raise LimiterUnavailable(str(exc) or type(exc).__name__) from exc
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep this process's slots alive (every ``SLOT_REFRESH`` seconds), until cancelled."""
+        task_status.started()
+        ttl = int(SLOT_TTL * 1000)
+        while True:
+            await trio.sleep(SLOT_REFRESH)
+            for key, slots in list(self._held.items()):
+                if not slots:
+                    continue
+                try:
+                    await self._run(self._refresh([self._key("conns", key)], [ttl, *slots]))
+                except LimiterUnavailable as exc:
+                    log.warning("cannot refresh the connection slots of a key: %s", exc)
