@@ -6,6 +6,7 @@ and the /metrics counts. A key without a table is served as before."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
