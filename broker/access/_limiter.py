@@ -4,7 +4,7 @@ process (:class:`RedisLimiter`).
 Both count the same two things: a GCRA bucket per key (:func:`broker.access._policy.gcra_take`;
 in Redis, the same arithmetic in one Lua script, one round trip per request or batch, on Redis's
 clock so the processes' clocks never matter) and the WebSockets open per key (in Redis, a sorted
-set of slots, each kept alive by its process every ``SLOT_REFRESH`` seconds, so the slots of a
+set of slots, each kept alive by its process every ``SLOT_TTL / 3`` seconds, so the slots of a
 process that died are reaped ``SLOT_TTL`` seconds later).
 """
 
@@ -29,8 +29,8 @@ _T = TypeVar("_T")
 
 #: Longest a request waits for the limiter's Redis before the limits fail open or closed.
 REDIS_TIMEOUT: Final = 0.5
+#: Seconds a connection slot outlives the last refresh of its process (refreshed every third).
 SLOT_TTL: Final = 30.0
-SLOT_REFRESH: Final = 10.0
 
 
 class LimiterUnavailable(Exception):
@@ -131,9 +131,12 @@ return 1
 class RedisLimiter(Limiter):
     """The counts of every web process sharing ``client``'s Redis."""
 
-    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, client: RedisClient, prefix: str = DEFAULT_PREFIX, *, slot_ttl: float = SLOT_TTL
+    ) -> None:
         self._client = client
         self._prefix = prefix
+        self._slot_ttl_ms = int(slot_ttl * 1000)
         self._gcra = client.register_script(GCRA_SCRIPT)
         self._open = client.register_script(OPEN_SLOT_SCRIPT)
         self._refresh = client.register_script(REFRESH_SLOTS_SCRIPT)
@@ -155,8 +158,10 @@ class RedisLimiter(Limiter):
 
     async def open_slot(self, key: str, limit: int) -> str | None:
         slot = f"{self._process}:{next(self._ids)}"
-        ttl = int(SLOT_TTL * 1000)
-        opened: object = await self._run(self._open([self._key("conns", key)], [limit, slot, ttl]))
+        call: Awaitable[object] = self._open(
+            [self._key("conns", key)], [limit, slot, self._slot_ttl_ms]
+        )
+        opened: object = await self._run(call)
         if opened != 1:
             return None
         self._held[key].add(slot)
@@ -174,11 +179,11 @@ class RedisLimiter(Limiter):
             raise LimiterUnavailable(str(exc) or type(exc).__name__) from exc
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep this process's slots alive (every ``SLOT_REFRESH`` seconds), until cancelled."""
+        """Keep this process's slots alive (every third of their TTL), until cancelled."""
         task_status.started()
-        ttl = int(SLOT_TTL * 1000)
+        ttl = self._slot_ttl_ms
         while True:
-            await trio.sleep(SLOT_REFRESH)
+            await trio.sleep(ttl / 3000)
             for key, slots in list(self._held.items()):
                 if not slots:
                     continue
