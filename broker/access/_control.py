@@ -63,23 +63,19 @@ class AccessMetrics:
     """The counts of ``/metrics``, labelled only with configured keys (never with a request's)."""
 
     def __init__(self, registry: CollectorRegistry, keys: Iterable[str]) -> None:
-        self.limited = Counter(
-            "scopecast_requests_limited",
-            "Calls refused over their key's requests_per_second",
-            ["key"],
-            registry=registry,
+        def per_key(name: str, documentation: str) -> Counter:
+            return Counter(name, documentation, ["key"], registry=registry)
+
+        self.limited = per_key(
+            "scopecast_requests_limited", "Calls refused over their key's requests_per_second"
         )
-        self.connections_refused = Counter(
+        self.connections_refused = per_key(
             "scopecast_connections_refused",
             "WebSocket upgrades refused over their key's max_connections",
-            ["key"],
-            registry=registry,
         )
-        self.subscriptions_refused = Counter(
+        self.subscriptions_refused = per_key(
             "scopecast_subscriptions_refused",
             "Subscriptions refused over their key's max_subscriptions",
-            ["key"],
-            registry=registry,
         )
         self.refused = Counter(
             "scopecast_access_refused",

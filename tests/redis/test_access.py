@@ -17,9 +17,11 @@ import trio
 from broker.access import RedisLimiter
 from broker.access._policy import Rate
 from broker.redis_bus import RedisClient
+from tests.redis.test_deployment import Upstream
+from tests.redis.test_deployment import upstream as upstream  # the fixture
 from tests.support.processes import ScopecastProcess, start_scopecast
 from tests.support.rawws import RawWebSocket
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, redis_server
 from tests.support.upgrades import try_upgrade
 
 DEV = "eip155:1337"
@@ -70,31 +72,21 @@ class Webs:
     b: ScopecastProcess
 
 
+KEYS = "[keys.shared]\nrequests_per_second = 5\nburst = 5\n[keys.capped]\nmax_connections = 3\n"
+
+
 @pytest.fixture
-async def webs(tmp_path: Path) -> AsyncIterator[Webs]:
-    redis = RedisServer()  # its own: the processes use the default key prefix
-    redis.start()
-    try:
-        async with trio.open_nursery() as nursery:
-            with trio.fail_after(120):
-                node = await start_scopecast(nursery, "--block-time", "0")
-                config = tmp_path / "scopecast.toml"
-                config.write_text(
-                    "[networks.dev]\n"
-                    f'chain = "{DEV}"\n'
-                    f'upstreams = [{{http = "{node.http_url()}"}}]\n'
-                    "[keys.shared]\nrequests_per_second = 5\nburst = 5\n"
-                    "[keys.capped]\nmax_connections = 3\n"
-                )
-                args = ["--role", "web", "--config", str(config), "--redis-url", redis.url]
-                processes = [ScopecastProcess(nursery, args) for _ in range(2)]
-                async with trio.open_nursery() as starting:
-                    for process in processes:
-                        starting.start_soon(process.start)
-            yield Webs(*processes)
-            nursery.cancel_scope.cancel()
-    finally:
-        redis.close()
+async def webs(upstream: Upstream) -> AsyncIterator[Webs]:
+    """Two web processes on the dev chain node, without a worker (these calls need no events)."""
+    with upstream.config.open("a") as config:
+        config.write(KEYS)
+    with redis_server() as redis:  # its own: the processes use the default key prefix
+        processes = [upstream.web(redis.url) for _ in range(2)]
+        with trio.fail_after(120):
+            async with trio.open_nursery() as starting:
+                for process in processes:
+                    starting.start_soon(process.start)
+        yield Webs(*processes)
 
 
 async def test_two_processes_share_a_key_rate(webs: Webs) -> None:
