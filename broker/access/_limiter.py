@@ -10,14 +10,15 @@ process that died are reaped ``SLOT_TTL`` seconds later).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
 import uuid
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Awaitable
-from typing import Final, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import trio
 
@@ -25,10 +26,11 @@ from broker.access._policy import Rate, Taken, gcra_take
 from broker.redis_bus import DEFAULT_PREFIX, RedisClient, RedisFailure
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 #: Longest a request waits for the limiter's Redis before the limits fail open or closed.
 REDIS_TIMEOUT: Final = 0.5
+#: After Redis failed, how long the limits are decided without asking it again.
+RETRY_AFTER_FAILURE: Final = 1.0
 #: Seconds a connection slot outlives the last refresh of its process (refreshed every third).
 SLOT_TTL: Final = 30.0
 
@@ -143,40 +145,45 @@ class RedisLimiter(Limiter):
         self._process = uuid.uuid4().hex[:12]
         self._ids = itertools.count(1)
         self._held: defaultdict[str, set[str]] = defaultdict(set)
+        self._retry_at = 0.0
 
     def _key(self, kind: str, key: str) -> str:
         return f"{self._prefix}:{kind}:{{{key}}}"
 
     async def take(self, key: str, rate: Rate, cost: int) -> Taken:
-        call: Awaitable[object] = self._gcra(
-            [self._key("rate", key)], [rate.interval_us, rate.tolerance_us, cost]
-        )
-        reply = await self._run(call)
+        keys, args = [self._key("rate", key)], [rate.interval_us, rate.tolerance_us, cost]
+        reply = await self._run(lambda: self._gcra(keys, args))
         assert isinstance(reply, list)
         admitted, retry = (int(value) for value in reply)
         return Taken(admitted, retry, 0)
 
     async def open_slot(self, key: str, limit: int) -> str | None:
         slot = f"{self._process}:{next(self._ids)}"
-        call: Awaitable[object] = self._open(
-            [self._key("conns", key)], [limit, slot, self._slot_ttl_ms]
-        )
-        opened: object = await self._run(call)
-        if opened != 1:
+        args: list[int | str] = [limit, slot, self._slot_ttl_ms]
+        if await self._run(lambda: self._open([self._key("conns", key)], args)) != 1:
             return None
         self._held[key].add(slot)
         return slot
 
     async def close_slot(self, key: str, slot: str) -> None:
         self._held[key].discard(slot)
-        await self._run(self._client.zrem(self._key("conns", key), [slot]))
+        await self._run(lambda: self._client.zrem(self._key("conns", key), [slot]))
 
-    async def _run(self, call: Awaitable[_T]) -> _T:
+    async def _run(self, call: Callable[[], Awaitable[object]]) -> object:
+        # Right after a failure, fail at once: while Redis hangs, every request would otherwise
+        # wait REDIS_TIMEOUT for it.
+        if trio.current_time() < self._retry_at:
+            raise LimiterUnavailable("Redis failed less than a second ago")
         try:
             with trio.fail_after(REDIS_TIMEOUT):
-                return await call
+                result = await call()
         except RedisFailure as exc:
+            self._retry_at = trio.current_time() + RETRY_AFTER_FAILURE
             raise LimiterUnavailable(str(exc) or type(exc).__name__) from exc
+        if self._retry_at:
+            self._retry_at = 0.0
+            log.warning("limits counted in Redis again")
+        return result
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep this process's slots alive (every third of their TTL), until cancelled."""
@@ -188,6 +195,9 @@ class RedisLimiter(Limiter):
                 if not slots:
                     continue
                 try:
-                    await self._run(self._refresh([self._key("conns", key)], [ttl, *slots]))
+                    refresh = functools.partial(
+                        self._refresh, [self._key("conns", key)], [ttl, *slots]
+                    )
+                    await self._run(refresh)
                 except LimiterUnavailable as exc:
                     log.warning("cannot refresh the connection slots of a key: %s", exc)
