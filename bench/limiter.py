@@ -1,11 +1,12 @@
 """``python -m bench.limiter``: what a key's rate limit costs per request.
 
-Prints one table: the limiter alone (in memory; in Redis, one round trip, one task at a time and
-32 at once; a bare PING beside it, the client's own round trip) and a whole request answered by the broker (``Broker.respond``, no sockets: the HTTP
-server's own cost is ``make bench``'s) for a key without a table, then with a rate counted in memory
-and in Redis. The rate is set high enough that every call is admitted (the cost of saying yes).
-A throwaway ``redis-server`` is started on a free port (``--redis-url URL`` uses another) and
-stopped by its pid.
+Prints one table, microseconds per call: the limiter alone (in memory; in Redis one task at a time,
+a round trip each, and 32 tasks at once, which share the key's round trips; a bare PING beside them,
+the Redis client's own round trip) and a whole request answered by the broker (``Broker.respond``,
+no sockets: the HTTP server's own cost is ``make bench``'s) for a key without a table, then with a
+rate counted in memory and in Redis. The rate is high enough that every call is admitted (the cost
+of saying yes). A throwaway ``redis-server`` is started on a free port (``--redis-url URL`` uses
+another) and stopped by its pid.
 
     python -m bench.limiter [--redis-url redis://127.0.0.1:6379/0] [--calls N]
 """
@@ -31,7 +32,7 @@ from broker.access._policy import Rate
 from broker.cli import build_broker, parser
 from broker.config import Config
 from broker.http import HttpRequest, HttpResponse
-from broker.redis_bus import redis_client, wait_for_redis
+from broker.redis_bus import RedisClient, redis_client, wait_for_redis
 
 RATE = Rate(1e9, 10**9)  # never refuses
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}'
@@ -80,51 +81,68 @@ def request(key: str) -> HttpRequest:
     return HttpRequest(b"POST", f"/v3/{key}".encode(), headers, BODY)
 
 
-async def measure(url: str, calls: int) -> list[tuple[str, float]]:
-    rows: list[tuple[str, float]] = []
+Rows = list[tuple[str, float]]
+
+
+def _tasks(count: int) -> str:
+    return "1 task" if count == 1 else f"{count} tasks at once"
+
+
+async def limiter_rows(rows: Rows, client: RedisClient, calls: int) -> None:
     memory = MemoryLimiter()
     rows.append(("limiter, memory", await per_call(lambda: memory.take("k", RATE, 1), calls * 10)))
+    rows.append(("Redis PING (1 task), for scale", await per_call(client.ping, calls)))
+    redis = RedisLimiter(client, f"bench-{os.getpid()}")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(redis.serve)
+        # One task: a round trip per call; 32 at once: they share the key's round trips.
+        for tasks in (1, 32):
+            micros = await per_call(lambda: redis.take("k", RATE, 1), calls * 4, tasks)
+            rows.append((f"limiter, Redis ({_tasks(tasks)})", micros))
+        nursery.cancel_scope.cancel()
+
+
+async def request_rows(rows: Rows, client: RedisClient, calls: int) -> None:
+    config = msgspec.convert(
+        {"keys": {"limited": {"requests_per_second": RATE.per_second, "burst": RATE.burst}}},
+        Config,
+    )
+    broker = build_broker(
+        parser().parse_args(["serve", "--block-time", "0", "--api-key", "plain"]), config
+    )
+    await broker.start_adapters()
+    access = broker.access
+    assert access is not None
+
+    async def respond(key: str) -> None:
+        response = await broker.respond(request(key))
+        assert isinstance(response, HttpResponse)
+        assert response.status == 200, response.body
+
+    async def measure(name: str, key: str) -> None:
+        for tasks in (1, 32):
+            micros = await per_call(lambda: respond(key), calls * 4, tasks)
+            rows.append((f"request, {name} ({_tasks(tasks)})", micros))
+
+    await measure("key without a table", "plain")
+    await measure("rate in memory", "limited")
+    redis = access.limiter = RedisLimiter(client, f"bench-{os.getpid()}")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(redis.serve)
+        await measure("rate in Redis", "limited")
+        nursery.cancel_scope.cancel()
+    for network in broker.networks:
+        await network.adapter.aclose()
+
+
+async def measure_all(url: str, calls: int) -> Rows:
+    rows: Rows = []
     client = redis_client(url)
     async with client:
         with trio.fail_after(10):
             await wait_for_redis(client, url)
-        rows.append(("Redis PING (1 task), for scale", await per_call(client.ping, calls)))
-        redis = RedisLimiter(client, f"bench-{os.getpid()}")
-        rows.append(
-            ("limiter, Redis (1 task)", await per_call(lambda: redis.take("k", RATE, 1), calls))
-        )
-        rows.append(
-            (
-                "limiter, Redis (32 tasks)",
-                await per_call(lambda: redis.take("k", RATE, 1), calls, 32),
-            )
-        )
-        config = msgspec.convert(
-            {"keys": {"limited": {"requests_per_second": RATE.per_second, "burst": RATE.burst}}},
-            Config,
-        )
-        broker = build_broker(
-            parser().parse_args(["serve", "--block-time", "0", "--api-key", "plain"]), config
-        )
-        await broker.start_adapters()
-        access = broker.access
-        assert access is not None
-
-        async def respond(key: str) -> None:
-            response = await broker.respond(request(key))
-            assert isinstance(response, HttpResponse)
-            assert response.status == 200, response.body
-
-        rows.append(
-            ("request, key without a table", await per_call(lambda: respond("plain"), calls * 4))
-        )
-        rows.append(
-            ("request, rate in memory", await per_call(lambda: respond("limited"), calls * 4))
-        )
-        access.limiter = redis
-        rows.append(("request, rate in Redis", await per_call(lambda: respond("limited"), calls)))
-        for network in broker.networks:
-            await network.adapter.aclose()
+        await limiter_rows(rows, client, calls)
+        await request_rows(rows, client, calls)
     return rows
 
 
@@ -134,13 +152,13 @@ def main() -> None:
     args.add_argument("--calls", type=int, default=5000, help="calls per Redis row (default 5000)")
     options = args.parse_args()
     if options.redis_url:
-        rows = trio.run(measure, options.redis_url, options.calls)
+        rows = trio.run(measure_all, options.redis_url, options.calls)
     else:
         with redis_server() as url:
-            rows = trio.run(measure, url, options.calls)
-    print(f"{'what':<32} {'µs per call':>12}")
+            rows = trio.run(measure_all, url, options.calls)
+    print(f"{'what':<40} {'µs per call':>12}")
     for name, micros in rows:
-        print(f"{name:<32} {micros:>12.1f}")
+        print(f"{name:<40} {micros:>12.1f}")
 
 
 if __name__ == "__main__":

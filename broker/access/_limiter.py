@@ -2,8 +2,8 @@
 process (:class:`RedisLimiter`).
 
 Both count the same two things: a GCRA bucket per key (:func:`broker.access._policy.gcra_take`;
-in Redis, the same arithmetic in one Lua script, one round trip per request or batch, on Redis's
-clock so the processes' clocks never matter) and the WebSockets open per key (in Redis, a sorted
+in Redis, the same arithmetic in one Lua script on Redis's clock, so the processes' clocks never
+matter: one round trip per key at a time, for every request and batch that came meanwhile) and the WebSockets open per key (in Redis, a sorted
 set of slots, each kept alive by its process every ``SLOT_TTL / 3`` seconds, so the slots of a
 process that died are reaped ``SLOT_TTL`` seconds later).
 """
@@ -22,7 +22,7 @@ from typing import Final
 
 import trio
 
-from broker.access._policy import Rate, Taken, gcra_take
+from broker.access._policy import Rate, Taken, gcra_take, share
 from broker.redis_bus import DEFAULT_PREFIX, RedisClient, RedisFailure
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,17 @@ return 1
 """
 
 
+class _Waiter:
+    """A :meth:`RedisLimiter.take` waiting for its key's next round trip."""
+
+    __slots__ = ("cost", "done", "outcome")
+
+    def __init__(self, cost: int) -> None:
+        self.cost = cost
+        self.done = trio.Event()
+        self.outcome: Taken | LimiterUnavailable | None = None
+
+
 class RedisLimiter(Limiter):
     """The counts of every web process sharing ``client``'s Redis."""
 
@@ -146,11 +157,46 @@ class RedisLimiter(Limiter):
         self._ids = itertools.count(1)
         self._held: defaultdict[str, set[str]] = defaultdict(set)
         self._retry_at = 0.0
+        self._nursery: trio.Nursery | None = None
+        #: Per key, the requests waiting for its next round trip, and the keys with one under way.
+        self._waiting: defaultdict[str, list[_Waiter]] = defaultdict(list)
+        self._flushing: set[str] = set()
 
     def _key(self, kind: str, key: str) -> str:
         return f"{self._prefix}:{kind}:{{{key}}}"
 
     async def take(self, key: str, rate: Rate, cost: int) -> Taken:
+        """Join the key's next round trip: the requests that arrive while one is under way go
+        together in the next (one script call for all of them). Needs :meth:`serve` running."""
+        assert self._nursery is not None, "RedisLimiter.serve is not running"
+        waiter = _Waiter(cost)
+        self._waiting[key].append(waiter)
+        if key not in self._flushing:
+            self._flushing.add(key)
+            self._nursery.start_soon(self._flush, key, rate)
+        await waiter.done.wait()
+        outcome = waiter.outcome
+        if isinstance(outcome, LimiterUnavailable):
+            raise LimiterUnavailable(*outcome.args)
+        assert outcome is not None
+        return outcome
+
+    async def _flush(self, key: str, rate: Rate) -> None:
+        try:
+            while waiting := self._waiting.pop(key, None):
+                costs = [waiter.cost for waiter in waiting]
+                outcomes: list[Taken | LimiterUnavailable]
+                try:
+                    outcomes = [*share(await self._take_now(key, rate, sum(costs)), costs)]
+                except LimiterUnavailable as exc:
+                    outcomes = [exc] * len(waiting)
+                for waiter, outcome in zip(waiting, outcomes, strict=True):
+                    waiter.outcome = outcome
+                    waiter.done.set()
+        finally:
+            self._flushing.discard(key)
+
+    async def _take_now(self, key: str, rate: Rate, cost: int) -> Taken:
         keys, args = [self._key("rate", key)], [rate.interval_us, rate.tolerance_us, cost]
         reply = await self._run(lambda: self._gcra(keys, args))
         assert isinstance(reply, list)
@@ -186,8 +232,14 @@ class RedisLimiter(Limiter):
         return result
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep this process's slots alive (every third of their TTL), until cancelled."""
-        task_status.started()
+        """Run the round trips of :meth:`take` and keep this process's slots alive (every third
+        of their TTL), until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await self._refresh_slots()
+
+    async def _refresh_slots(self) -> None:
         ttl = self._slot_ttl_ms
         while True:
             await trio.sleep(ttl / 3000)

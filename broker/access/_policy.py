@@ -155,6 +155,18 @@ def gcra_take(tat: int, now: int, rate: Rate, cost: int) -> Taken:
     return Taken(fits, retry, tat)
 
 
+def share(taken: Taken, costs: Sequence[int]) -> list[Taken]:
+    """Split what one bucket gave for several requests at once between them, first come first
+    served: as if each had asked in turn (the later ones wait as long as the first refused)."""
+    left = taken.admitted
+    shares = []
+    for cost in costs:
+        given = min(cost, left)
+        left -= given
+        shares.append(Taken(given, 0 if given == cost else taken.retry_after_us, taken.tat))
+    return shares
+
+
 def retry_after_seconds(retry_after_us: int) -> int:
     """``Retry-After`` is whole seconds: round up, at least 1."""
     return max(1, math.ceil(retry_after_us / 1_000_000))

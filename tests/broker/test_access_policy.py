@@ -9,7 +9,15 @@ import jwt
 import pytest
 
 from broker.access._keys import key_policy
-from broker.access._policy import MethodRule, OriginPattern, Rate, gcra_take, origin_allowed
+from broker.access._policy import (
+    MethodRule,
+    OriginPattern,
+    Rate,
+    Taken,
+    gcra_take,
+    origin_allowed,
+    share,
+)
 from broker.access._tokens import TokenKey, verify_token
 from broker.config import KeyConfig
 from schemas.errors import ConfigError, Unauthenticated
@@ -101,6 +109,12 @@ def test_gcra_admits_part_of_a_batch_and_the_rest_waits() -> None:
     taken = gcra_take(0, 10**9, rate, 1000)
     assert taken.admitted == 50
     assert taken.retry_after_us == 20_000  # one more call's worth
+
+
+def test_one_answer_for_several_requests_is_shared_first_come_first_served() -> None:
+    shares = share(Taken(5, 200_000, 0), [2, 2, 3, 1])
+    assert [t.admitted for t in shares] == [2, 2, 1, 0]
+    assert [t.retry_after_us for t in shares] == [0, 0, 200_000, 200_000]
 
 
 def test_a_key_policy_reads_its_secret_from_env_or_file(

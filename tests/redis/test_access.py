@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,17 +31,55 @@ CALL = {"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}
 # -- the scripts ----------------------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def serving(*limiters: RedisLimiter) -> AsyncIterator[None]:
+    async with trio.open_nursery() as nursery:
+        for limiter in limiters:
+            await nursery.start(limiter.serve)
+        yield
+        nursery.cancel_scope.cancel()
+
+
 async def test_the_rate_script_admits_the_burst_then_none(client: RedisClient, prefix: str) -> None:
+    a, b = RedisLimiter(client, prefix), RedisLimiter(client, prefix)  # two processes
     with trio.fail_after(10):
-        a, b = RedisLimiter(client, prefix), RedisLimiter(client, prefix)  # two processes
-        taken = [await (a if i % 2 else b).take("k", Rate(5, 5), 1) for i in range(10)]
-        assert sum(t.admitted for t in taken) == 5
-        assert [t.admitted for t in taken[:5]] == [1] * 5
-        assert 150_000 < taken[-1].retry_after_us <= 200_000
-        batch = await a.take("batch", Rate(50, 50), 1000)
-        assert batch.admitted == 50
-        assert 0 < batch.retry_after_us <= 20_000
-        assert (await b.take("batch", Rate(50, 50), 1000)).admitted <= 1
+        async with serving(a, b):
+            taken = [await (a if i % 2 else b).take("k", Rate(5, 5), 1) for i in range(10)]
+            assert sum(t.admitted for t in taken) == 5
+            assert [t.admitted for t in taken[:5]] == [1] * 5
+            assert 150_000 < taken[-1].retry_after_us <= 200_000
+            batch = await a.take("batch", Rate(50, 50), 1000)
+            assert batch.admitted == 50
+            assert 0 < batch.retry_after_us <= 20_000
+            assert (await b.take("batch", Rate(50, 50), 1000)).admitted <= 1
+
+
+async def test_requests_at_once_share_round_trips(client: RedisClient, prefix: str) -> None:
+    """100 requests at once on one key: a handful of script calls, the burst given in order."""
+    limiter = RedisLimiter(client, prefix)
+    taken: list[int] = []
+    with trio.fail_after(10):
+        async with serving(limiter):
+            before = await script_calls(client)
+
+            async def one() -> None:
+                taken.append((await limiter.take("k", Rate(1, 30), 1)).admitted)
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(100):
+                    nursery.start_soon(one)
+            calls = await script_calls(client) - before
+    assert sum(taken) == 30
+    assert calls <= 5, calls
+
+
+async def script_calls(client: RedisClient) -> int:
+    info = await client.info("commandstats")
+    return sum(
+        int(stats["calls"])  # type: ignore[index]
+        for name, stats in info.items()
+        if str(name).startswith("cmdstat_eval")
+    )
 
 
 async def test_connection_slots_are_shared_and_reaped_when_not_refreshed(
@@ -50,7 +89,7 @@ async def test_connection_slots_are_shared_and_reaped_when_not_refreshed(
         a = RedisLimiter(client, prefix, slot_ttl=0.3)
         b = RedisLimiter(client, prefix, slot_ttl=0.3)
         async with trio.open_nursery() as nursery:
-            await nursery.start(a.serve)  # a refreshes its slots; b does not (b "died")
+            await nursery.start(a.serve)  # a refreshes its slots; b does not (it "died")
             held = await a.open_slot("k", 2)
             assert held is not None
             assert await b.open_slot("k", 2) is not None
