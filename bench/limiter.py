@@ -156,9 +156,9 @@ def main() -> None:
     else:
         with redis_server() as url:
             rows = trio.run(measure_all, url, options.calls)
-    print(f"{'what':<40} {'µs per call':>12}")
+    print(f"{'what':<48} {'µs per call':>12}")
     for name, micros in rows:
-        print(f"{name:<40} {micros:>12.1f}")
+        print(f"{name:<48} {micros:>12.1f}")
 
 
 if __name__ == "__main__":
