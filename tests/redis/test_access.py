@@ -111,7 +111,15 @@ class Webs:
     b: ScopecastProcess
 
 
-KEYS = "[keys.shared]\nrequests_per_second = 5\nburst = 5\n[keys.capped]\nmax_connections = 3\n"
+KEYS = """
+[keys.shared]
+requests_per_second = 5
+burst = 5
+[keys.capped]
+max_connections = 3
+[keys.fifty]
+requests_per_second = 50
+"""
 
 
 @pytest.fixture
@@ -160,6 +168,28 @@ async def test_two_processes_share_a_key_rate(webs: Webs) -> None:
         assert error["message"] == "limit exceeded"
         assert 0 < error["data"]["retryAfterMs"] <= 1000
     assert {r.json()["result"] for r in ok} == {"0x539"}
+
+
+async def test_a_batch_of_1000_against_a_50_per_second_key_on_two_processes(webs: Webs) -> None:
+    batch = [{**CALL, "id": i} for i in range(1000)]
+    with trio.fail_after(60):
+        async with httpx.AsyncClient(trust_env=False) as client:
+            started = trio.current_time()
+            first = await client.post(webs.a.http_url("fifty"), json=batch)
+            second = await client.post(webs.b.http_url("fifty"), json=batch)
+            elapsed = trio.current_time() - started
+    answered = [sum("result" in r for r in reply.json()) for reply in (first, second)]
+    # The burst (50) on A, then B finds the same bucket empty but for what time earned meanwhile.
+    assert answered[0] >= 50
+    assert sum(answered) <= 50 + 50 * elapsed + 2
+    assert first.status_code == 200
+    for reply in (first, second):
+        replies = reply.json()
+        assert [r["id"] for r in replies] == list(range(1000))
+        assert {r["error"]["code"] for r in replies if "error" in r} == {-32005}
+    if answered[1] == 0:
+        assert second.status_code == 429
+        assert int(second.headers["retry-after"]) >= 1
 
 
 async def test_two_processes_share_a_key_connection_cap(webs: Webs) -> None:
