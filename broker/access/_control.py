@@ -327,6 +327,8 @@ class KeyAccess:
         return taken.admitted, rate_limited(math.ceil(taken.retry_after_us / 1000))
 
     def check_method(self, method: str) -> None:
+        if method == REFRESH_METHOD:  # part of holding a token, whatever the key's methods
+            return
         for rule in (self.policy.methods, self.claims.methods if self.claims else None):
             if rule is not None and not rule.allows(method):
                 raise MethodNotAllowed(method, rule.describe())
