@@ -190,6 +190,10 @@ class RedisLimiter(Limiter):
                     outcomes = [*share(await self._take_now(key, rate, sum(costs)), costs)]
                 except LimiterUnavailable as exc:
                     outcomes = [exc] * len(waiting)
+                except Exception as exc:
+                    # A bug must neither stop the limiter nor leave these requests waiting.
+                    log.exception("the rate script failed")
+                    outcomes = [LimiterUnavailable(repr(exc))] * len(waiting)
                 for waiter, outcome in zip(waiting, outcomes, strict=True):
                     waiter.outcome = outcome
                     waiter.done.set()
