@@ -19,7 +19,8 @@ from broker.access._policy import (
     share,
 )
 from broker.access._tokens import TokenKey, verify_token
-from broker.config import KeyConfig
+from broker.cli import build_broker, parser
+from broker.config import KeyConfig, load_config
 from schemas.errors import ConfigError, Unauthenticated
 from tests.support.tokens import SigningKey
 
@@ -195,3 +196,13 @@ def test_es256_tokens_and_claims_that_narrow() -> None:
 def test_a_public_key_that_is_not_rsa_or_p256_is_refused() -> None:
     with pytest.raises(ConfigError, match="not a PEM public key"):
         TokenKey.from_pem(b"-----BEGIN PUBLIC KEY-----\nxx\n-----END PUBLIC KEY-----\n", "k")
+
+
+def test_a_mistake_in_a_key_table_stops_the_start_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "scopecast.toml"
+    config.write_text('[keys.k]\norigins = ["https://*.com"]\n')
+    with pytest.raises(ConfigError, match=r"origin 'https://\*.com': a wildcard must sit under"):
+        build_broker(parser().parse_args(["serve", "--config", str(config)]), load_config(config))
+    config.write_text("[keys.k]\nrequests_per_minute = 5\n")
+    with pytest.raises(ConfigError, match="unknown field `requests_per_minute`"):
+        load_config(config)
