@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hmac
 import logging
 import math
@@ -237,10 +238,9 @@ class AccessControl:
                 await upgrade(stream, trailing)
             finally:
                 with trio.CancelScope(shield=True):
-                    try:
+                    # Unrefreshed from now on, a slot Redis did not hear about expires there.
+                    with contextlib.suppress(LimiterUnavailable):
                         await self.limiter.close_slot(policy.name, held)
-                    except LimiterUnavailable as exc:  # the slot expires in Redis on its own
-                        self._limiter_down(exc)
 
         return run
 
