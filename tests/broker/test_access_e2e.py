@@ -212,8 +212,20 @@ async def test_the_subscription_cap_per_connection() -> None:
                     "message": "limit exceeded",
                     "data": {"limit": "max_subscriptions", "max": 2},
                 }
+                # Through a session too.
+                scopes = {
+                    DEV: {"methods": ["eth_subscribe"], "notifications": ["eth_subscription"]}
+                }
+                await conn.result("wallet_createSession", {"optionalScopes": scopes})
+                invoke = {
+                    "scope": DEV,
+                    "request": {"method": "eth_subscribe", "params": ["newHeads"]},
+                }
+                refused = await conn.call("wallet_invokeMethod", invoke)
+                assert refused["error"]["code"] == -32005
                 assert await conn.result("eth_unsubscribe", [first]) is True
-                await conn.result("eth_subscribe", ["newHeads"])
+                await conn.result("wallet_invokeMethod", invoke)
+                assert (await conn.call("eth_subscribe", ["newHeads"]))["error"]["code"] == -32005
             async with dapp(node.ws_url("s")) as other:  # per connection, not per key
                 await other.result("eth_subscribe", ["newHeads"])
 
