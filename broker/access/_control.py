@@ -140,6 +140,7 @@ class AccessControl:
 
     @property
     def uses_tokens(self) -> bool:
+        """Whether some key takes tokens (then WebSockets are watched for their expiry)."""
         return any(p.token_key is not None for p in self.policies.values())
 
     # -- at the door ----------------------------------------------------------------------------
@@ -253,6 +254,7 @@ class AccessControl:
             self._watched[conn] = access
 
     def unwatch(self, conn: WebSocketConnection) -> None:
+        """Forget ``conn`` (it ended)."""
         self._watched.pop(conn, None)
 
     def expired(self, now: float) -> list[WebSocketConnection]:
@@ -315,6 +317,7 @@ class KeyAccess:
         self.refused_for_us: int | None = None
 
     async def admit(self, calls: int) -> tuple[int, RpcError | None]:
+        """How many of ``calls`` the key's rate admits now, and the error for the others."""
         rate = self.policy.rate
         if rate is None:
             return calls, None
@@ -327,6 +330,8 @@ class KeyAccess:
         return taken.admitted, rate_limited(math.ceil(taken.retry_after_us / 1000))
 
     def check_method(self, method: str) -> None:
+        """Raise :class:`MethodNotAllowed` naming the rule (the key's, or its token's) that
+        refuses ``method``."""
         if method == REFRESH_METHOD:  # part of holding a token, whatever the key's methods
             return
         for rule in (self.policy.methods, self.claims.methods if self.claims else None):
@@ -334,6 +339,7 @@ class KeyAccess:
                 raise MethodNotAllowed(method, rule.describe())
 
     def check_subscriptions(self, held: int) -> None:
+        """Raise :class:`OverLimit` when a connection holding ``held`` subscriptions is full."""
         limit = self.policy.max_subscriptions
         if limit is not None and held >= limit:
             self._control.metrics.subscriptions_refused.labels(self.policy.name).inc()

@@ -68,9 +68,10 @@ class MemoryLimiter(Limiter):
         self._ids = itertools.count(1)
 
     async def take(self, key: str, rate: Rate, cost: int) -> Taken:
-        return self.take_nowait(key, rate, cost, time.monotonic_ns() // 1000)
+        return self.take_at(key, rate, cost, time.monotonic_ns() // 1000)
 
-    def take_nowait(self, key: str, rate: Rate, cost: int, now: int) -> Taken:
+    def take_at(self, key: str, rate: Rate, cost: int, now: int) -> Taken:
+        """:meth:`take` at ``now`` (microseconds of a monotonic clock)."""
         taken = gcra_take(self._tats.get(key, 0), now, rate, cost)
         self._tats[key] = taken.tat
         return taken

@@ -55,6 +55,7 @@ class OriginPattern:
         return cls(scheme, labels, port, text)
 
     def matches(self, origin: ParsedOrigin) -> bool:
+        """Whether ``origin`` is one this pattern allows."""
         if self.scheme == NULL_ORIGIN or origin.scheme == NULL_ORIGIN:
             return self.scheme == origin.scheme
         if self.scheme != origin.scheme or self.port != origin.port:
@@ -66,6 +67,8 @@ class OriginPattern:
 
 @dataclass(frozen=True, slots=True)
 class ParsedOrigin:
+    """An ``Origin`` header, lower-cased, its host split into labels."""
+
     scheme: str
     labels: tuple[str, ...]
     port: str | None
@@ -105,9 +108,11 @@ class MethodRule:
     source: str
 
     def allows(self, method: str) -> bool:
+        """Whether a glob of the rule matches ``method``."""
         return any(fnmatch.fnmatchcase(method, glob) for glob in self.globs)
 
     def describe(self) -> str:
+        """The rule as the operator wrote it, for error messages."""
         return f"{self.source} = {list(self.globs)}"
 
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import jwt
 import pytest
+from prometheus_client import CollectorRegistry
 
+from broker.access import AccessControl, AccessMetrics, KeyAccess, KeyPolicy, MemoryLimiter
 from broker.access._keys import key_policy
 from broker.access._policy import (
     MethodRule,
@@ -206,3 +210,23 @@ def test_a_mistake_in_a_key_table_stops_the_start_with_one_line(tmp_path: Path) 
     config.write_text("[keys.k]\nrequests_per_minute = 5\n")
     with pytest.raises(ConfigError, match="unknown field `requests_per_minute`"):
         load_config(config)
+
+
+@dataclass(eq=False)
+class FakeSocket:
+    context: SimpleNamespace
+
+
+def test_sockets_close_token_grace_seconds_after_their_token_expires(signer: SigningKey) -> None:
+    key = TokenKey.from_pem(signer.public_pem, "test")
+    policy = KeyPolicy("k", token_key=key)
+    control = AccessControl(
+        {"k": policy}, MemoryLimiter(), AccessMetrics(CollectorRegistry(), ["k"]), token_grace=30
+    )
+    claims = verify_token(signer.token("k", expires_in=100), key, "k")
+    socket = FakeSocket(SimpleNamespace(access=KeyAccess(control, policy, claims, None)))
+    control.watch(socket)  # type: ignore[arg-type]
+    assert control.expired(claims.expires + 29.9) == []
+    assert control.expired(claims.expires + 30) == [socket]
+    control.unwatch(socket)  # type: ignore[arg-type]
+    assert control.expired(claims.expires + 60) == []
