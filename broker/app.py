@@ -20,6 +20,7 @@ import trio
 from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import discover, frames, stream_methods
+from broker.access import AccessControl, KeyAccess
 from broker.bus import EventBus, MemoryBus, MemoryLog, Position
 from broker.chain_calls import CachedChainCalls
 from broker.discover import ADMIN_METHODS
@@ -143,6 +144,8 @@ class Broker:
         self.connections: set[WebSocketConnection] = set()
         self.admin: AdminResponder | None = None
         self.console: ConsoleResponder | None = None
+        #: The ``[keys.*]`` rules and limits (None: no key has any).
+        self.access: AccessControl | None = None
         self.sessions: SessionService | None = None
         self.port: int | None = None
         self._services: list[Service] = []
@@ -440,8 +443,15 @@ class Broker:
             return json_error(404, ServerError(f"unknown network {target.network!r}"))
         origin = (request.header(b"origin") or b"-").decode("latin-1")
         context = CallContext(network, target.api_key or "", origin)
+        if self.access is not None:  # the key's Origin, secret and token rules
+            refused = self.access.check(request, context)
+            if refused is not None:
+                return refused
         if target.endpoint is Endpoint.WEBSOCKET:
-            return self._upgrade(request, context)
+            upgrade = self._upgrade(request, context)
+            if self.access is None or isinstance(upgrade, HttpResponse):
+                return upgrade
+            return await self.access.open_connection(context, upgrade)
         if request.method != b"POST":
             prefix = f"/{target.network}" if target.network else ""
             hint = f"POST JSON-RPC here; a WebSocket connects to {prefix}/ws/v3/<API_KEY>"
@@ -454,6 +464,8 @@ class Broker:
         if content_type not in JSON_RPC_CONTENT_TYPES:
             return HttpResponse(415, b"invalid content type, only application/json is supported")
         reply = await self.dispatcher.handle(request.body, context)
+        if isinstance(context.access, KeyAccess):  # 429 when the key's rate refused every call
+            return context.access.http_response(reply or b"")
         return HttpResponse(200, reply or b"", JSON_HEADERS)
 
     def _health(self) -> HttpResponse:

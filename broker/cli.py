@@ -21,6 +21,14 @@ import trio
 
 from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
 from adapters.registry import AdapterNotFound, load
+from broker.access import (
+    REFRESH_METHOD,
+    AccessControl,
+    AccessMetrics,
+    MemoryLimiter,
+    RedisLimiter,
+    key_policies,
+)
 from broker.admin import AdminApi
 from broker.app import DEV_API_KEY, Broker, is_loopback
 from broker.approvals import ApprovalPolicy
@@ -363,6 +371,24 @@ class _RedisBackends:
 # -- end of Redis -------------------------------------------------------------------------------
 
 
+def _install_access(broker: Broker, config: Config, redis: RedisClient | None) -> None:
+    """The ``[keys.*]`` rules and limits (README "Keys and limits"), counted in Redis if given."""
+    policies = key_policies(config.keys)
+    limiter = RedisLimiter(redis) if redis is not None else MemoryLimiter()
+    access = broker.access = AccessControl(
+        policies,
+        limiter,
+        AccessMetrics(broker.metrics.registry, policies),
+        when_down=config.server.limits_when_redis_down,
+        token_grace=config.server.token_grace,
+    )
+    broker.add_service(access.serve)
+    if access.uses_tokens:
+        broker.on_connect(access.watch)
+        broker.on_disconnect(access.unwatch)
+        broker.dispatcher.register(REFRESH_METHOD, access.refresh_token)
+
+
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     """The broker the command line and the config file describe."""
     specs, default = network_specs(config)
@@ -397,6 +423,7 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
         accounts=[accounts] if accounts.chains() else [],
     )
     api_keys = [*args.api_key, *env_list("SCOPECAST_API_KEYS")] or server.api_keys
+    api_keys = [*api_keys, *(name for name in config.keys if name not in api_keys)]
     limits = Limits(
         http_body=server.max_body_bytes,
         http_body_timeout=server.body_timeout,
@@ -425,6 +452,8 @@ def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     )
     if redis is not None:
         redis.attach(broker, ingest=args.role == "all")
+    if config.keys:
+        _install_access(broker, config, redis.client if redis else None)
     host = args.host or server.host
     token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
     if token is None and is_loopback(host):

@@ -18,6 +18,18 @@ Shape (every key optional but ``chain`` of a network)::
     ping_interval = 30          # seconds; no pong by the next ping: close 4009
     shutdown_grace = 10         # seconds connections get to drain on SIGTERM
     resume_window = 300         # seconds a dropped WebSocket can resume (0: no cursors)
+    limits_when_redis_down = "open"  # or "closed": the keys' limits while Redis is unreachable
+    token_grace = 30            # seconds a WebSocket outlives its token's exp (then close 4011)
+
+    [keys.dapp1]                # an API key's own rules and limits (README "Keys and limits")
+    origins = ["https://app.example.com", "https://*.example.org"]
+    requests_per_second = 50
+    burst = 100
+    max_connections = 500
+    max_subscriptions = 100
+    methods = ["eth_*", "wallet_*"]
+    secret = "env:DAPP1_SECRET"
+    jwt_public_key = "file:keys/dapp1.pem"
 
     [networks.mainnet]
     chain = "eip155:1"
@@ -72,11 +84,28 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     shutdown_grace: float = 10.0
     response_cache_bytes: int = 64 * 1024 * 1024
     resume_window: float = 300.0
+    # Keys and limits (README "Keys and limits").
+    limits_when_redis_down: Literal["open", "closed"] = "open"
+    token_grace: float = 30.0
+
+
+class KeyConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``[keys.NAME]``: the settings of the API key NAME (README "Keys and limits")."""
+
+    origins: list[str] | None = None
+    requests_per_second: float | None = None
+    burst: int | None = None
+    max_connections: int | None = None
+    max_subscriptions: int | None = None
+    methods: list[str] | None = None
+    secret: str | None = None
+    jwt_public_key: str | None = None
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     networks: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    keys: dict[str, KeyConfig] = msgspec.field(default_factory=dict)
     #: The keyring account adapter's options (``chains`` = the chains it holds accounts for;
     #: default: the dev chain networks) — see adapters/keyring.
     accounts: dict[str, Any] | None = None

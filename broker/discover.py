@@ -143,6 +143,14 @@ BROKER_METHODS: Final[dict[str, MethodDoc]] = {
         (-32005, "query returned more than 10000 results"),
     ),
     "eth_uninstallFilter": _doc("Remove a filter", (ParamDoc("filter", _ID),), {"type": "boolean"}),
+    "scopecast_refreshToken": _doc(
+        "Renew the token of this WebSocket (keys with jwt_public_key) before it expires; answers "
+        "the new expiry (Unix seconds)",
+        (ParamDoc("token", {"type": "string"}),),
+        {"type": "object", "properties": {"expires": {"type": "integer"}}},
+        (-32001, "invalid token: ..."),
+        (-32002, "the origin X is not allowed for this key"),
+    ),
 }
 
 NOTIFICATIONS: Final[dict[str, MethodDoc]] = {

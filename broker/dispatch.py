@@ -48,6 +48,21 @@ class Peer(Protocol):
     def send_frame(self, frame: bytes) -> bool: ...
 
 
+class Access(Protocol):
+    """A key's rules and limits for one request or connection (:mod:`broker.access`)."""
+
+    async def admit(self, calls: int) -> tuple[int, RpcError | None]:
+        """How many of ``calls`` may run now, and the error for the others."""
+        ...
+
+    def check_method(self, method: str) -> None:
+        """Raise :class:`~broker.errors.MethodNotAllowed` for a method the key may not call."""
+
+    def check_subscriptions(self, held: int) -> None:
+        """Raise :class:`~broker.errors.OverLimit` when a connection holding ``held`` may not
+        subscribe again."""
+
+
 @dataclass(slots=True)
 class CallContext:
     """Who is calling, on which network, over which connection (None over HTTP)."""
@@ -59,6 +74,8 @@ class CallContext:
     #: Accounts the call may sign with: a session scope's accounts inside ``wallet_invokeMethod``;
     #: None for a direct call (which may sign only on a network that allows direct signing).
     accounts: tuple[str, ...] | None = None
+    #: The key's rules and limits; None for a key without a ``[keys.*]`` table.
+    access: Access | None = None
 
 
 Handler = Callable[[CallContext, Raw], Awaitable[Any]]
@@ -116,11 +133,19 @@ class Dispatcher:
             message = decode_message(data)
         except RpcError as exc:
             return error_bytes(NULL_ID, exc)
+        admitted, refusal = len(message.items), None
+        if ctx.access is not None:  # a batch counts as its number of calls
+            admitted, refusal = await ctx.access.admit(admitted)
         if not message.batch:
+            if refusal is not None and admitted == 0:
+                return _refused(message.items[0], refusal)
             return await self._reply(message.items[0], ctx)
         replies = []
-        for item in message.items:
-            reply = await self._reply(item, ctx)
+        for index, item in enumerate(message.items):
+            if index < admitted or refusal is None:
+                reply = await self._reply(item, ctx)
+            else:
+                reply = _refused(item, refusal)
             if reply is not None:
                 replies.append(reply)
         return join_batch(replies) if replies else None
@@ -146,6 +171,8 @@ class Dispatcher:
 
     async def call(self, ctx: CallContext, method: str, params: Raw) -> Any:
         """Run one call and return its result (raises ``RpcError``)."""
+        if ctx.access is not None:
+            ctx.access.check_method(method)
         handler = self._handlers.get(method)
         if handler is not None:
             return await handler(ctx, params)
@@ -164,3 +191,10 @@ class Dispatcher:
             except MethodNotFound:
                 continue
         raise MethodNotFound(method)
+
+
+def _refused(item: Item, refusal: RpcError) -> bytes | None:
+    """The reply to a call its key's limit refused (none for a notification)."""
+    if isinstance(item, BadCall):
+        return error_bytes(item.id, item.error)
+    return None if item.id is None else error_bytes(item.id, refusal)

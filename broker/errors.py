@@ -1,6 +1,9 @@
 """Re-exports :mod:`schemas.errors`, where the error tree lives (the bottom of the plug-in SDK)."""
 
 from schemas.errors import (
+    AccessDenied as AccessDenied,
+)
+from schemas.errors import (
     InternalError as InternalError,
 )
 from schemas.errors import (
@@ -19,6 +22,9 @@ from schemas.errors import (
     LimitExceeded as LimitExceeded,
 )
 from schemas.errors import (
+    MethodNotAllowed as MethodNotAllowed,
+)
+from schemas.errors import (
     MethodNotFound as MethodNotFound,
 )
 from schemas.errors import (
@@ -29,6 +35,9 @@ from schemas.errors import (
 )
 from schemas.errors import (
     NotificationsNotSupported as NotificationsNotSupported,
+)
+from schemas.errors import (
+    OverLimit as OverLimit,
 )
 from schemas.errors import (
     ParseError as ParseError,
@@ -65,4 +74,7 @@ from schemas.errors import (
 )
 from schemas.errors import (
     missing_argument as missing_argument,
+)
+from schemas.errors import (
+    rate_limited as rate_limited,
 )

@@ -348,6 +348,8 @@ class SessionService:
                 notification = family.parse(request.method, inner).notification
                 if not is_notification_granted(session, request.scope, notification, now=now):
                     raise Unauthorized()
+                if ctx.access is not None:
+                    ctx.access.check_subscriptions(hub.held(ctx.peer))
                 result: Any = await hub.subscribe_family(
                     ctx.peer, network.chain, request.method, inner, scope=request.scope
                 )
@@ -363,6 +365,8 @@ class SessionService:
                     session, request.scope, SUBSCRIPTION_NOTIFICATION, now=now
                 ):
                     raise Unauthorized()
+                if ctx.access is not None:
+                    ctx.access.check_subscriptions(hub.held(ctx.peer))
                 result = await hub.subscribe(ctx.peer, network.chain, inner, scope=request.scope)
             else:
                 sub_id = inner[0] if isinstance(inner, list) and inner else None
@@ -374,6 +378,7 @@ class SessionService:
                 ctx.origin,
                 ctx.peer,
                 accounts=permitted_addresses(session, request.scope, now=now),
+                access=ctx.access,
             )
             result = await self._broker.dispatcher.call(
                 scoped, request.method, msgspec.Raw(msgspec.json.encode(inner))

@@ -34,6 +34,8 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
         if ctx.peer is None:
             raise SubscriptionsNeedWebSocket()
         if method in family.methods:
+            if ctx.access is not None:
+                ctx.access.check_subscriptions(hub.held(ctx.peer))
             return await hub.subscribe_family(ctx.peer, chain, method, _decode(params))
         return hub.unsubscribe_family(ctx.peer, chain, method, _decode(params))
 
@@ -48,6 +50,8 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
     async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
         if ctx.peer is None:
             raise SubscriptionsNeedWebSocket()
+        if ctx.access is not None:
+            ctx.access.check_subscriptions(hub.held(ctx.peer))
         return await hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
 
     async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:

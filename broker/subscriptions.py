@@ -422,6 +422,10 @@ class SubscriptionHub:
             self.on_change(conn)
         return len(ending)
 
+    def held(self, conn: Subscriber) -> int:
+        """Subscriptions ``conn`` holds."""
+        return len(_connection_subs(conn))
+
     def count(self) -> int:
         """Subscriptions held (all chains)."""
         return self._count

@@ -93,6 +93,34 @@ class LimitExceeded(RpcError):
     default_message = "query returned more than 10000 results"
 
 
+class OverLimit(LimitExceeded):
+    """A key's fair-use limit (README "Keys and limits"): ``data`` names the limit, and for a rate
+    says when to retry (``retryAfterMs``)."""
+
+    default_message = "limit exceeded"
+
+
+def rate_limited(retry_after_ms: int) -> OverLimit:
+    """The answer to a call over its key's ``requests_per_second``."""
+    return OverLimit(data={"limit": "requests_per_second", "retryAfterMs": retry_after_ms})
+
+
+class AccessDenied(RpcError):
+    """A request its key's settings refuse (its Origin); sent with HTTP 403."""
+
+    code = -32002
+    default_message = "rejected due to the key's settings"
+
+
+class MethodNotAllowed(RpcError):
+    """A method outside the key's (or its token's) ``methods`` allowlist."""
+
+    code = -32601
+
+    def __init__(self, method: str, rule: str) -> None:
+        super().__init__(f"the method {method} is not allowed for this key ({rule})")
+
+
 class UserRejected(RpcError):
     code = 4001
     default_message = "User rejected the request."
