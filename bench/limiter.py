@@ -29,7 +29,7 @@ import trio
 
 from broker.access import MemoryLimiter, RedisLimiter
 from broker.access._policy import Rate
-from broker.cli import build_broker, parser
+from broker.compose import ServeOptions, build_broker
 from broker.config import Config
 from broker.http import HttpRequest, HttpResponse
 from broker.redis_bus import RedisClient, redis_client, wait_for_redis
@@ -107,9 +107,7 @@ async def request_rows(rows: Rows, client: RedisClient, calls: int) -> None:
         {"keys": {"limited": {"requests_per_second": RATE.per_second, "burst": RATE.burst}}},
         Config,
     )
-    broker = build_broker(
-        parser().parse_args(["serve", "--block-time", "0", "--api-key", "plain"]), config
-    )
+    broker = build_broker(config, ServeOptions(block_time=0, api_keys=["plain"]))
     await broker.start_adapters()
     access = broker.access
     assert access is not None

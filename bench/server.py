@@ -52,26 +52,27 @@ from bench.synthetic import (
     register,
 )
 from broker.app import Broker
-from broker.cli import build_broker, freeze_startup_objects, parser
+from broker.cli import freeze_startup_objects
+from broker.compose import ServeOptions, build_broker
 from broker.config import Config, ServerConfig
 from broker.dispatch import CallContext
 
 
 def build(mode: str, port: int, *, response_cache: bool = True, resume: bool = True) -> Broker:
     """The broker of ``mode``, from ``scopecast serve`` arguments and a config."""
-    args = parser().parse_args(["serve", "--port", str(port), "--block-time", "0"])
+    options = ServeOptions(block_time=0)
     server = ServerConfig(
         response_cache_bytes=ServerConfig().response_cache_bytes if response_cache else 0,
         resume_window=ServerConfig().resume_window if resume else 0,
     )
     if mode == "devchain":
-        return build_broker(args, Config(server=server))
+        return build_broker(Config(server=server), options)
     adapter = SYNTHETIC if mode == "synthetic" else CONSTANT
     config = Config(
         server=server,
         networks={"dev": {"chain": payloads.CHAIN, "adapter": adapter, "default": True}},
     )
-    return build_broker(args, config)
+    return build_broker(config, options)
 
 
 def emit(message: dict[str, Any]) -> None:

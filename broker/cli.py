@@ -5,52 +5,31 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Final, NoReturn
 
 import trio
 
-from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
-from adapters.registry import AdapterNotFound, load
-from broker.access import (
-    REFRESH_METHOD,
-    AccessControl,
-    AccessMetrics,
-    MemoryLimiter,
-    RedisLimiter,
-    key_policies,
-)
+from broker import compose
 from broker.admin import AdminApi
-from broker.app import DEV_API_KEY, Broker, is_loopback
-from broker.approvals import ApprovalPolicy
+from broker.app import DEV_API_KEY, Broker
+from broker.compose import (
+    DEV_ADMIN_TOKEN,
+    ServeOptions,
+    build_network,
+    require_upstreams,
+)
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
-from broker.console import OperatorConsole
-from broker.limits import Limits
-from broker.networks import Network, Networks
-from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
-from broker.redis_store import RedisSessionStore
-from broker.resume import RedisResumeStore
-from broker.session_service import SessionService
 from broker.status_server import serve_status
-from broker.worker import ChainLeaders, LeaseTiming, Worker
+from broker.worker import LeaseTiming, Worker
 
 log = logging.getLogger("scopecast")
-
-DEV_NETWORK = "dev"
-DEV_CHAIN = "eip155:1337"
-SOLANA_NETWORK = "solana"
-#: Adapters whose chain lives inside the process (never shared between processes).
-EMBEDDED_ADAPTERS = frozenset({"devchain", "solana-dev"})
-DEV_ADMIN_TOKEN = "dev"
 
 SETTINGS_HELP = """\
 settings that matter for a deployment:
@@ -218,257 +197,31 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _chain_import_flags(args: argparse.Namespace) -> list[str]:
-    """The dev chain import flags given (``--genesis``, ``--chain-file``, ``--forkchoice``)."""
-    flags = (
-        ("--genesis", args.genesis),
-        ("--chain-file", args.chain_file),
-        ("--forkchoice", args.forkchoice),
+def serve_options_of_worker(args: argparse.Namespace) -> ServeOptions:
+    """What ``scopecast worker``'s flags and environment add to the config file."""
+    return ServeOptions(redis_url=args.redis_url or os.environ.get("REDIS_URL"))
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions:
+    """What ``scopecast serve``'s flags and environment add to the config file."""
+    return ServeOptions(
+        host=args.host,
+        api_keys=[*args.api_key, *env_list("SCOPECAST_API_KEYS")],
+        admin_token=args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN"),
+        approval=args.approval,
+        role=args.role,
+        redis_url=args.redis_url or os.environ.get("REDIS_URL"),
+        block_time=args.block_time,
+        keystore=args.keystore,
+        genesis=args.genesis,
+        chain_file=args.chain_file,
+        forkchoice=args.forkchoice,
     )
-    return [flag for flag, value in flags if value]
-
-
-def _dev_network(args: argparse.Namespace) -> NetworkSpec:
-    options: dict[str, object] = {"block_time": args.block_time or 0.0}
-    chain = DEV_CHAIN
-    given = _chain_import_flags(args)
-    if args.genesis is None and given:  # said in flag terms; the options would say it in TOML terms
-        raise ConfigError(f"{', '.join(given)}: only with --genesis")
-    if args.genesis is not None:
-        try:
-            genesis = json.loads(args.genesis.read_text())
-            chain = f"eip155:{int(genesis['config']['chainId'])}"
-        except OSError as exc:
-            raise ConfigError(f"--genesis {args.genesis}: {exc.strerror}") from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"--genesis {args.genesis}: not a geth genesis file ({exc})"
-            ) from None
-        options["genesis"] = str(args.genesis)
-        if args.chain_file is not None:
-            options["chain_file"] = str(args.chain_file)
-        if args.forkchoice is not None:
-            options["forkchoice"] = str(args.forkchoice)
-    return NetworkSpec(DEV_NETWORK, chain, "devchain", options)
-
-
-def _solana_network(args: argparse.Namespace) -> NetworkSpec:
-    """The Solana dev network served beside the dev chain when no network is configured."""
-    from adapters.solana import dev_chain_id
-
-    options: dict[str, object] = {"block_time": args.block_time or 0.0}
-    return NetworkSpec(SOLANA_NETWORK, dev_chain_id(options), "solana-dev", options)
-
-
-def build_network(spec: NetworkSpec) -> Network:
-    """Build the chain adapter a network spec names."""
-    try:
-        cls = load(spec.adapter)
-    except AdapterNotFound as exc:
-        raise ConfigError(f"network {spec.name}: {exc}") from None
-    if not issubclass(cls, ChainAdapter):
-        raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
-    adapter = cls.from_spec(spec)
-    direct = spec.adapter in EMBEDDED_ADAPTERS
-    return Network(spec.name, spec.chain, adapter, direct_signing=direct)
-
-
-#: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
-#: operation's initCode there. So that smart-account addresses are still deterministic per owner, the
-#: dev keyring computes them with this stand-in proxy creation code (one STOP opcode: deploys no code).
-#: On a real network the factory answers getAddress, or the operator configures the real proxy code.
-DEV_PROXY_CREATION_CODE = "0x00"
-
-
-def _accounts(
-    config: Config, specs: Sequence[NetworkSpec], keystore: Path | None
-) -> AccountAdapter:
-    """The account adapter ``[accounts]`` names (``adapter``, default the keyring)."""
-    from adapters.keyring import DEV_MNEMONIC
-
-    options = dict(config.accounts or {})
-    name = options.pop("adapter", "keyring")
-    chains = options.pop("chains", None)
-    dev_chains = [s.chain for s in specs if s.adapter in EMBEDDED_ADAPTERS]
-    if chains is None:
-        chains = dev_chains
-    if name == "keyring":
-        if keystore is not None:
-            options["keystore_dir"] = str(keystore)
-        if not options.get("mnemonic") and not options.get("keystore_dir"):
-            if not set(chains) <= set(dev_chains):
-                raise ConfigError(
-                    "[accounts]: the keyring needs a mnemonic or keystore_dir (or --keystore) for "
-                    f"{', '.join(c for c in chains if c not in dev_chains)}; the public development "
-                    "mnemonic serves only the embedded dev chain"
-                )
-            options["mnemonic"] = DEV_MNEMONIC
-        if config.accounts is None:
-            options["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
-    try:
-        cls = load(name)
-    except AdapterNotFound as exc:
-        raise ConfigError(f"[accounts]: {exc}") from None
-    if not issubclass(cls, AccountAdapter):
-        raise ConfigError(f"[accounts]: adapter {name!r} is not an account adapter")
-    try:
-        return cls.from_options(chains, options)
-    except ValueError as exc:
-        raise ConfigError(f"[accounts]: {exc}") from None
-
-
-# -- Redis (README "Several processes (Redis)") -----------------------------------------------------
-
-
-def _redis_url(args: argparse.Namespace, config: Config) -> str | None:
-    url: str | None = args.redis_url or os.environ.get("REDIS_URL") or config.server.redis_url
-    return url
-
-
-def _require_upstreams(specs: Sequence[NetworkSpec], what: str) -> None:
-    # Chain state never lives in a web process or a worker: each would have a chain of its own.
-    if not specs:
-        raise ConfigError(
-            f"{what}: configure upstream networks ([networks.*] upstreams) in --config"
-        )
-    for spec in specs:
-        if spec.adapter in EMBEDDED_ADAPTERS:
-            raise ConfigError(
-                f"{what}: network {spec.name} is an embedded dev chain; with several processes "
-                "every network is an upstream network (serve a dev chain with its own "
-                "`scopecast serve` and list it in upstreams)"
-            )
-
-
-@dataclass(frozen=True)
-class _RedisBackends:
-    url: str
-    client: RedisClient
-    bus: RedisEventBus
-    store: RedisSessionStore
-    changes: RedisChangeBus
-
-    @classmethod
-    def for_url(cls, url: str, config: Config) -> _RedisBackends:
-        client = redis_client(url)
-        window = config.server.resume_window
-        return cls(
-            url,
-            client,
-            RedisEventBus(client, maxlen=config.server.stream_maxlen, window=window),
-            RedisSessionStore(client),
-            RedisChangeBus(client, window=window),
-        )
-
-    def attach(self, broker: Broker, *, ingest: bool) -> None:
-        broker.add_resource(hold_redis(self.client, self.url))
-        if broker.resume is not None:  # a connection dropped here resumes on any web process
-            broker.resume.store = RedisResumeStore(self.client)
-        if ingest:  # --role all: this process competes for the chains' leases like a worker
-            broker.add_service(ChainLeaders(list(broker.networks), self.bus, broker.metrics))
-
-
-# -- end of Redis -------------------------------------------------------------------------------
-
-
-def _install_access(broker: Broker, config: Config, redis: RedisClient | None) -> None:
-    """The ``[keys.*]`` rules and limits (README "Keys and limits"), counted in Redis if given."""
-    policies = key_policies(config.keys)
-    limiter = RedisLimiter(redis) if redis is not None else MemoryLimiter()
-    access = broker.access = AccessControl(
-        policies,
-        limiter,
-        AccessMetrics(broker.metrics.registry, policies),
-        when_down=config.server.limits_when_redis_down,
-        token_grace=config.server.token_grace,
-    )
-    broker.add_service(access.serve)
-    if access.uses_tokens:
-        broker.on_connect(access.watch)
-        broker.on_disconnect(access.unwatch)
-        broker.dispatcher.register(REFRESH_METHOD, access.refresh_token)
 
 
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
-    """The broker the command line and the config file describe."""
-    specs, default = network_specs(config)
-    given = _chain_import_flags(args)
-    if specs and given:
-        # They describe the embedded dev chain, which the config's networks replace.
-        raise ConfigError(
-            f"{', '.join(given)}: only for the embedded dev chain, and "
-            "--config has [networks.*]; set genesis, chain_file and forkchoice in the devchain "
-            "network's table instead"
-        )
-    if not specs:
-        specs = [_dev_network(args), _solana_network(args)]
-    elif args.block_time is not None:
-        specs = [
-            NetworkSpec(s.name, s.chain, s.adapter, {**s.options, "block_time": args.block_time})
-            if s.adapter in EMBEDDED_ADAPTERS
-            else s
-            for s in specs
-        ]
-    server = config.server
-    redis_url = _redis_url(args, config)
-    if args.role == "web":
-        if redis_url is None:
-            raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
-        _require_upstreams(network_specs(config)[0], "serve --role web")
-    redis = _RedisBackends.for_url(redis_url, config) if redis_url else None
-    accounts = _accounts(config, specs, args.keystore)
-    networks = Networks(
-        [build_network(spec) for spec in specs],
-        default=default,
-        accounts=[accounts] if accounts.chains() else [],
-    )
-    api_keys = [*args.api_key, *env_list("SCOPECAST_API_KEYS")] or server.api_keys
-    api_keys = [*api_keys, *(name for name in config.keys if name not in api_keys)]
-    limits = Limits(
-        http_body=server.max_body_bytes,
-        http_body_timeout=server.body_timeout,
-        ws_message=server.max_message_bytes,
-        outbox=server.outbox_limit_bytes,
-        max_inflight=server.max_inflight,
-        ping_interval=server.ping_interval,
-        shutdown_grace=server.shutdown_grace,
-        response_cache=server.response_cache_bytes,
-        resume_window=server.resume_window,
-    )
-    broker = Broker(
-        networks,
-        api_keys=api_keys,
-        limits=limits,
-        bus=redis.bus if redis else None,
-        ingest=args.role == "all" and redis is None,
-    )
-    policy = ApprovalPolicy(args.approval or server.approval, timeout=server.approval_timeout)
-    sessions = broker.sessions = SessionService(
-        broker,
-        store=redis.store if redis else None,
-        changes=redis.changes if redis else None,
-        policy=policy,
-        max_expiry=timedelta(seconds=server.max_session_expiry),
-    )
-    if redis is not None:
-        redis.attach(broker, ingest=args.role == "all")
-    if config.keys:
-        _install_access(broker, config, redis.client if redis else None)
-    host = args.host or server.host
-    token = args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN") or server.admin_token
-    if token is None and is_loopback(host):
-        token = DEV_ADMIN_TOKEN
-    if token is None and policy.mode == "manual":
-        raise ConfigError(
-            f'approval = "manual" on {host} needs the operator API, or every session and '
-            "signature waits until it times out: set [server] admin_token (or --admin-token, "
-            "or SCOPECAST_ADMIN_TOKEN)"
-        )
-    admin = AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
-    broker.console = OperatorConsole(
-        broker, sessions, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN)
-    )
-    return broker
+    """The broker ``scopecast serve ARGS`` builds (see :func:`broker.compose.build_broker`)."""
+    return compose.build_broker(config, serve_options(args))
 
 
 def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
@@ -531,8 +284,8 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
     specs, _default = network_specs(config)
-    _require_upstreams(specs, "worker")
-    redis_url = _redis_url(args, config)
+    require_upstreams(specs, "worker")
+    redis_url = compose.redis_url(serve_options_of_worker(args), config)
     if redis_url is None:
         raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
     worker = Worker(

@@ -48,9 +48,10 @@ async def test_a_third_party_chain_is_served_beside_the_dev_chain() -> None:
 
 
 def test_start_up_says_which_networks_can_sign(caplog: pytest.LogCaptureFixture) -> None:
-    from broker.cli import _log_signing_accounts, build_broker, parser
+    from broker.cli import _log_signing_accounts
+    from broker.compose import build_broker
 
-    broker = build_broker(parser().parse_args(["serve", "--port", "0"]), CONFIG)
+    broker = build_broker(CONFIG)
     trio.run(broker.start_adapters)
     with caplog.at_level(logging.INFO, logger="scopecast"):
         _log_signing_accounts(broker)

@@ -23,7 +23,7 @@ from broker.access._policy import (
     share,
 )
 from broker.access._tokens import TokenKey, verify_token
-from broker.cli import build_broker, parser
+from broker.compose import build_broker
 from broker.config import KeyConfig, load_config
 from schemas.errors import ConfigError, Unauthenticated
 from tests.support.tokens import SigningKey
@@ -206,7 +206,7 @@ def test_a_mistake_in_a_key_table_stops_the_start_with_one_line(tmp_path: Path) 
     config = tmp_path / "scopecast.toml"
     config.write_text('[keys.k]\norigins = ["https://*.com"]\n')
     with pytest.raises(ConfigError, match=r"origin 'https://\*.com': a wildcard must sit under"):
-        build_broker(parser().parse_args(["serve", "--config", str(config)]), load_config(config))
+        build_broker(load_config(config))
     config.write_text("[keys.k]\nrequests_per_minute = 5\n")
     with pytest.raises(ConfigError, match="unknown field `requests_per_minute`"):
         load_config(config)

@@ -14,7 +14,8 @@ import trio
 import trio_websocket
 
 from broker.app import Broker
-from broker.cli import build_broker, parser
+from broker.cli import parser, serve_options
+from broker.compose import build_broker
 from broker.config import Config
 
 
@@ -70,8 +71,8 @@ async def running_broker(
     ``expiry_check`` sets the period of the session expiry checks before the broker starts (the
     first check waits that long).
     """
-    args = parser().parse_args(["serve", "--port", "0", *cli_args])
-    broker = build_broker(args, config or Config())
+    options = serve_options(parser().parse_args(["serve", "--port", "0", *cli_args]))
+    broker = build_broker(config or Config(), options)
     if expiry_check is not None:
         assert broker.sessions is not None
         broker.sessions.expiry_check = expiry_check

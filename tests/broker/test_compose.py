@@ -1,0 +1,40 @@
+"""The composition root as a library: a broker built from a config and options, served as a
+managed resource, with no command line involved."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import trio
+
+from broker.compose import ServeOptions, build_broker, open_broker
+from broker.config import Config, ConfigError
+
+
+async def test_open_broker_serves_until_the_block_ends() -> None:
+    with trio.fail_after(60):
+        async with open_broker(Config(), ServeOptions(api_keys=["k1"])) as broker:
+            assert broker.port is not None
+            url = f"http://127.0.0.1:{broker.port}/v3/k1"
+            async with httpx.AsyncClient() as client:
+                reply = await client.post(
+                    url, json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"}
+                )
+                assert reply.json()["result"] == "0x539"
+                refused = await client.post(
+                    f"http://127.0.0.1:{broker.port}/v3/dev",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"},
+                )
+                assert refused.status_code == 401  # only the keys the options name
+            port = broker.port
+        with pytest.raises(OSError, match="all attempts to connect"):
+            await trio.open_tcp_stream("127.0.0.1", port)
+
+
+def test_options_say_what_a_command_line_would() -> None:
+    broker = build_broker(Config(), ServeOptions(approval="manual", block_time=0))
+    assert broker.sessions is not None
+    assert broker.sessions.policy.mode == "manual"
+    assert [n.name for n in broker.networks] == ["dev", "solana"]
+    with pytest.raises(ConfigError, match="needs --redis-url"):
+        build_broker(Config(), ServeOptions(role="web"))
