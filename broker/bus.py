@@ -2,7 +2,7 @@
 
 In one process (no ``REDIS_URL``) the bus hands each event straight to its subscribers. With Redis,
 the worker appends events to a stream per chain and every web process reads them (see
-:mod:`broker.redis_bus`). Both keep the same contract: events of one chain arrive in order, once,
+:mod:`broker.redis`). Both keep the same contract: events of one chain arrive in order, once,
 each with its *position* on the chain's log, and a reader can read back what it delivered after a
 position (:meth:`EventBus.read_range`) for as long as the bus retains it: that is how a dropped
 connection is resumed (:mod:`broker.resume`).

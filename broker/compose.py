@@ -31,8 +31,14 @@ from broker.config import Config, ConfigError, network_specs
 from broker.console import OperatorConsole
 from broker.limits import Limits
 from broker.networks import Network, Networks
-from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, hold_redis, redis_client
-from broker.redis_store import RedisSessionStore
+from broker.redis import (
+    RedisChangeBus,
+    RedisClient,
+    RedisEventBus,
+    RedisSessionStore,
+    hold_redis,
+    redis_client,
+)
 from broker.resume import RedisResumeStore
 from broker.session_service import SessionService
 from broker.worker import ChainLeaders

@@ -1,7 +1,7 @@
 """Session changes between processes: who must be told that an identity's scopes changed.
 
 In one process the change is delivered at once. With Redis, every web process receives every change
-(see :mod:`broker.redis_bus`) and tells the connections of that identity it holds.
+(see :mod:`broker.redis`) and tells the connections of that identity it holds.
 """
 
 from __future__ import annotations

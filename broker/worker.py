@@ -27,14 +27,14 @@ import msgspec
 import trio
 from coredis.exceptions import RedisError
 
+from adapters.backoff import Backoff
 from adapters.base import ChainAdapter, ChainBlock
 from broker.bus import EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from broker.networks import Network
-from broker.redis_bus import (
-    Backoff,
+from broker.redis import (
     EventDeduper,
     LeaseLost,
     PublishedHead,
@@ -213,8 +213,8 @@ class ChainLeader:
             if failed:
                 # Give a healthier worker the chance to take over before trying again.
                 if trio.current_time() - began > STABLE_TERM:
-                    backoff.reset()
-                await trio.sleep(backoff.next())
+                    backoff.succeeded()
+                await trio.sleep(backoff.failed())
 
     async def _wait_for_lease(self) -> None:
         told: bytes | None = None
@@ -223,11 +223,11 @@ class ChainLeader:
             try:
                 holder = await self.lease.acquire()
             except RedisFailure as exc:
-                delay = unreachable.next()
+                delay = unreachable.failed()
                 log.warning("%s: cannot reach Redis to take the lease (%s)", self.chain, exc)
                 await trio.sleep(delay)
                 continue
-            unreachable.reset()
+            unreachable.succeeded()
             if holder is None:
                 return
             if holder != told:

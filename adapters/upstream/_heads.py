@@ -26,13 +26,13 @@ import msgspec
 import trio
 import trio_websocket
 
+from adapters.backoff import Backoff
 from adapters.base import BlockHandler
 from schemas.errors import RpcError
 
 from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder
-from ._health import Backoff
 from ._options import UpstreamOptions, endpoint_label
 
 log = logging.getLogger(__name__)

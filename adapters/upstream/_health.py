@@ -26,6 +26,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from adapters.backoff import Backoff
+
 
 class IllegalTransition(RuntimeError):
     """A report that the upstream's state does not allow (a bug in the caller)."""
@@ -36,30 +38,6 @@ class State(enum.Enum):
     BENCHED = "benched"
     PROBING = "probing"
     EXCLUDED = "excluded"
-
-
-class Backoff:
-    """Exponential delays: ``base``, ``2 * base``, ... capped at ``cap``; reset after a success."""
-
-    def __init__(self, base: float, cap: float) -> None:
-        self.base = base
-        self.cap = cap
-        self.failures = 0
-        self.not_before = float("-inf")
-
-    def failed(self, now: float) -> float:
-        """Record a failure at ``now``; returns the delay before the next attempt."""
-        delay: float = min(self.base * 2.0 ** min(self.failures, 62), self.cap)
-        self.failures += 1
-        self.not_before = now + delay
-        return delay
-
-    def succeeded(self) -> None:
-        self.failures = 0
-        self.not_before = float("-inf")
-
-    def due(self, now: float) -> bool:
-        return now >= self.not_before
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from typing import Final
 import trio
 
 from broker.access._policy import Rate, Taken, gcra_take, share
-from broker.redis_bus import DEFAULT_PREFIX, RedisClient, RedisFailure
+from broker.redis import DEFAULT_PREFIX, RedisClient, RedisFailure
 
 log = logging.getLogger(__name__)
 

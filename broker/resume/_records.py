@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 if TYPE_CHECKING:
-    from broker.redis_bus import RedisClient
+    from broker.redis import RedisClient
 
 #: How long the record of a connection that is still open (or whose process died) is kept.
 LIVE_TTL: Final = 24 * 3600.0

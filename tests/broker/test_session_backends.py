@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from broker.config import Config
-from broker.redis_store import RedisSessionStore
+from broker.redis import RedisSessionStore
 from broker.sessions import Identity
 from tests.redis.collect import Collector
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker

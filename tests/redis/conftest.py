@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import trio
 
-from broker.redis_bus import RedisClient, redis_client, wait_for_redis
+from broker.redis import RedisClient, redis_client, wait_for_redis
 from tests.support.redis_server import RedisServer, redis_server
 
 

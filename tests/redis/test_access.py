@@ -17,7 +17,7 @@ import trio
 
 from broker.access import RedisLimiter
 from broker.access._policy import Rate
-from broker.redis_bus import RedisClient
+from broker.redis import RedisClient
 from tests.redis.test_deployment import Upstream
 from tests.redis.test_deployment import upstream as upstream  # the fixture
 from tests.support.processes import ScopecastProcess, start_scopecast

@@ -17,8 +17,14 @@ import trio
 
 from broker.bus import EventBus, MemoryBus
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus, redis_client
-from broker.redis_store import LIST_BATCH, RedisSessionStore
+from broker.redis import (
+    LIST_BATCH,
+    RedisChangeBus,
+    RedisClient,
+    RedisEventBus,
+    RedisSessionStore,
+    redis_client,
+)
 from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore, encode_session
 from schemas.caip import ScopeObject

@@ -11,8 +11,7 @@ import trio
 
 from broker.cli import _work, build_broker, parser
 from broker.config import ConfigError, load_config
-from broker.redis_bus import RedisChangeBus, RedisClient, RedisEventBus
-from broker.redis_store import RedisSessionStore
+from broker.redis import RedisChangeBus, RedisClient, RedisEventBus, RedisSessionStore
 from broker.sessions import Identity
 from tests.support.inprocess import dapp, running_broker
 from tests.support.redis_server import RedisServer

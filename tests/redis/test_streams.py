@@ -12,8 +12,14 @@ import trio
 from coredis.retry import NoRetryPolicy
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.redis_bus import EventDeduper, LeaseLost, RedisClient, RedisEventBus, redacted
-from broker.redis_store import RedisSessionStore
+from broker.redis import (
+    EventDeduper,
+    LeaseLost,
+    RedisClient,
+    RedisEventBus,
+    RedisSessionStore,
+    redacted,
+)
 from broker.sessions import Identity
 from tests.redis.collect import Collector
 from tests.redis.test_backends import chain_events, session

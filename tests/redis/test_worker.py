@@ -12,7 +12,7 @@ import trio
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
-from broker.redis_bus import RedisClient, RedisEventBus, decode_stream_event, entry_fields
+from broker.redis import RedisClient, RedisEventBus, decode_stream_event, entry_fields
 from broker.worker import ChainLeader, LeaseTiming
 from tests.redis.collect import Collector
 from tests.support.fake_chain import CHAIN, FakeChain

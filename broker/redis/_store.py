@@ -13,7 +13,7 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from broker.redis_bus import DEFAULT_PREFIX, RedisClient
+from broker.redis._client import DEFAULT_PREFIX, RedisClient
 from broker.sessions import Identity, Session, SessionStore, decode_session, encode_session
 from broker.sessions.store import Change, check_identity
 
