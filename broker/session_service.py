@@ -52,6 +52,7 @@ from broker.sessions import (
     update_scopes,
 )
 from broker.sessions.dialects import changed_params, create_result, get_result
+from broker.sessions.expiry import ExpiryTracker
 from broker.sessions.model import CURRENT, LEGACY
 from broker.signing import SigningGateway
 from schemas.jsonrpc import notification_bytes
@@ -128,24 +129,15 @@ class SessionService:
         self.process_id = uuid.uuid4().hex
         # A list per identity: most identities have one connection, and a list is a third of a set.
         self._connections: defaultdict[Identity, list[WebSocketConnection]] = defaultdict(list)
-        # The expiry of every session of an identity connected here, and of no other: with Redis,
-        # every process hears every change, and each ends only the sessions of its own dapps.
-        self._expiries: dict[Identity, datetime] = {}
-        # Connected identities whose session (if any) this process has not looked up yet: a tab
-        # that reconnects and then only listens must still hear when its session expires.
-        self._unlooked: set[Identity] = set()
-        # Identities being looked up that no change has come for since the lookup began.
-        self._looking: set[Identity] = set()
+        # The expiries this process watches: of the dapps connected here, and for the resume
+        # window of those gone (see broker.sessions.expiry).
+        self._tracker = ExpiryTracker(linger=broker.resume.window if broker.resume else 0.0)
         # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
         # SPEC's): an ended session is announced in the dialect it was created in.
         self._current_dialect: set[Identity] = set()
-        # Identities whose last connection here closed, until when (trio's clock) their expiry is
-        # still watched: one of them may resume within the resume window, and must hear then of
-        # an expiry that fell in its gap, in its place among the events it missed.
-        self._lingering: dict[Identity, float] = {}
         self._change_watchers: list[Callable[[SessionChange], None]] = []
         # Read at every scrape, so it is never behind (the expiry check is seconds apart).
-        broker.metrics.sessions.set_function(lambda: len(self._expiries))
+        broker.metrics.sessions.set_function(lambda: len(self._tracker))
         register = broker.dispatcher.register
         register("wallet_createSession", self._create)
         register("wallet_getSession", self._get)
@@ -188,10 +180,7 @@ class SessionService:
     def _track(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
         self._connections[identity].append(conn)
-        if self._lingering.pop(identity, None) is not None:
-            self._expiries.pop(identity, None)  # back: looked up afresh, it may have changed
-        if identity not in self._expiries:
-            self._unlooked.add(identity)
+        self._tracker.connected(identity)
 
     def _untrack(self, conn: WebSocketConnection) -> None:
         identity = Identity.of(conn.context.api_key, conn.context.origin)
@@ -201,20 +190,12 @@ class SessionService:
                 conns.remove(conn)
             if not conns:
                 del self._connections[identity]
-                self._unlooked.discard(identity)
-                if self._resume is not None and identity in self._expiries:
-                    self._lingering[identity] = trio.current_time() + self._resume.window
-                else:
-                    self._expiries.pop(identity, None)
+                if self._tracker.gone(identity, trio.current_time()):
                     self._current_dialect.discard(identity)
 
     def _forget_lingering(self) -> None:
-        now = trio.current_time()
-        for identity, until in list(self._lingering.items()):
-            if until <= now:
-                del self._lingering[identity]
-                self._expiries.pop(identity, None)
-                self._current_dialect.discard(identity)
+        for identity in self._tracker.forget_lingering(trio.current_time()):
+            self._current_dialect.discard(identity)
 
     async def _start(self, nursery: trio.Nursery) -> None:
         position = await nursery.start(self.changes.serve_reader, self._on_change)
@@ -244,7 +225,7 @@ class SessionService:
         if session is not None and is_expired(session, now):
             return None
         if session is not None and identity in self._connections:
-            self._expiries[identity] = session.expiry  # so that its connections hear of its end
+            self._tracker.watch(identity, session.expiry)  # so its connections hear of its end
         return session
 
     # -- wallet_* methods -----------------------------------------------------------------------
@@ -414,21 +395,15 @@ class SessionService:
             resume.positions.advance(CHANGES, position, change)
         conns = self._connections.get(change.identity)
         if not conns:
-            if change.identity in self._lingering:  # gone, but may resume: expiry still watched
-                if change.session is None:
-                    self._expiries.pop(change.identity, None)
-                    del self._lingering[change.identity]
-                else:
-                    self._expiries[change.identity] = decode_session(change.session).expiry
+            if self._tracker.lingering(change.identity):  # gone, but may resume: still watched
+                gone = decode_session(change.session) if change.session is not None else None
+                self._tracker.watch(change.identity, gone.expiry if gone else None)
             return  # a dapp of another process: that process tracks and ends its session
-        self._looking.discard(change.identity)  # a lookup under way would be stale
         session = decode_session(change.session) if change.session is not None else None
         dialect = self._dialect(change.identity)
+        self._tracker.watch(change.identity, session.expiry if session else None)
         if session is not None:
-            self._expiries[change.identity] = session.expiry
             self._note_dialect(change.identity, session)
-        else:
-            self._expiries.pop(change.identity, None)
         message = notification_bytes("wallet_sessionChanged", changed_params(session, dialect))
         for conn in list(conns):
             self._prune(conn, session)
@@ -483,22 +458,15 @@ class SessionService:
     async def _look_up_new_identities(self) -> list[Exception]:
         """Track the sessions of newly connected identities; the lookups that failed."""
         failures: list[Exception] = []
-        unlooked, self._unlooked = self._unlooked, set()
-        for identity in unlooked:
-            if identity in self._expiries or identity not in self._connections:
-                continue
-            self._looking.add(identity)
+        for identity in self._tracker.to_look_up(self._connections):
             try:
                 session = await self.store.get(identity)
             except Exception as exc:
-                self._looking.discard(identity)
-                self._unlooked.add(identity)  # the next check tries again
+                self._tracker.look_up_failed(identity)
                 failures.append(exc)
                 continue
-            stale = identity not in self._looking  # a change came meanwhile, and was applied
-            self._looking.discard(identity)
-            if not stale and session is not None and identity in self._connections:
-                self._expiries.setdefault(identity, session.expiry)  # unless a call looked it up
+            expiry = session.expiry if session is not None else None
+            self._tracker.looked_up(identity, expiry, connected=identity in self._connections)
         return failures
 
     async def _end_expired(self) -> list[Exception]:
@@ -512,27 +480,24 @@ class SessionService:
                 return current, current
             return None, current
 
-        for identity, expiry in list(self._expiries.items()):
-            if expiry > now:
-                continue
+        for identity, expiry in self._tracker.due(now):
             try:
                 session = await self.store.modify(identity, ended)
             except Exception as exc:
                 failures.append(exc)  # still tracked: the next check tries again
                 continue
-            if self._expiries.get(identity) != expiry:
+            if not self._tracker.still(identity, expiry):
                 continue  # a change or the last disconnect came meanwhile, and was applied
             if session is not None and not is_expired(session, now):
-                self._expiries[identity] = session.expiry
+                self._tracker.watch(identity, session.expiry)
                 continue
             # Through the bus, like every change: it gets a position, so a connection that
             # drops before hearing it hears it when it resumes (on any process).
-            del self._expiries[identity]
-            self._lingering.pop(identity, None)
+            self._tracker.ended(identity)
             try:
                 await self.changes.publish(SessionChange(identity, None))
             except Exception as exc:
-                self._expiries[identity] = expiry  # the next check tries again
+                self._tracker.end_failed(identity, expiry)  # the next check tries again
                 failures.append(exc)
         return failures
 
