@@ -110,7 +110,9 @@ class SolanaMethods:
         """A config object, its ``commitment`` and ``minContextSlot`` checked."""
         options = wire.config(value)
         commitment = options.get("commitment")
-        if commitment is not None and commitment not in COMMITMENTS:
+        if commitment is not None and (
+            not isinstance(commitment, str) or commitment not in COMMITMENTS
+        ):
             raise invalid_params(
                 f"unknown variant `{commitment}`, expected one of `processed`, `confirmed`, "
                 "`finalized`"

@@ -106,7 +106,7 @@ def account_encoding(options: Mapping[str, Any], default: str) -> str:
     encoding = options.get("encoding", default)
     if encoding is None:
         return default
-    if encoding not in ACCOUNT_ENCODINGS:
+    if not isinstance(encoding, str) or encoding not in ACCOUNT_ENCODINGS:
         raise invalid_params(
             f"unknown variant `{encoding}`, expected one of `binary`, `base58`, `base64`, "
             "`jsonParsed`, `base64+zstd`"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 from typing import Any
 
 import pytest
@@ -295,3 +296,30 @@ async def test_the_history_is_bounded(node: Node, monkeypatch: pytest.MonkeyPatc
     history = await node("getSignaturesForAddress", str(BOB.pubkey()))
     assert [entry["signature"] for entry in history] == signatures[:1:-1]
     assert len(node.adapter.ledger.slots) == 3
+
+
+JSON_VALUES: list[Any] = [None, 1, -1, 2**70, 1.5, True, "", "0OIl", [], {}, [1], {"a": []}]
+CONFIGS: list[Any] = [
+    5,
+    [],
+    {"encoding": []},
+    {"commitment": []},
+    {"minContextSlot": "1"},
+    {"dataSlice": {"offset": -1}},
+    {"filters": [{"memcmp": {"offset": 0, "bytes": 5}}]},
+    {"limit": "1"},
+    {"accounts": {"addresses": [5]}},
+]
+
+
+async def test_no_input_gets_anything_but_an_rpc_error(node: Node) -> None:
+    """Every method, every JSON type where an address, a transaction or a config goes."""
+    valid = [str(ALICE.pubkey()), "AAAA", "1" * 88]
+    for method in sorted(node.adapter.methods(node.adapter.spec.chain)):
+        cases: list[list[Any]] = [[value] for value in JSON_VALUES]
+        cases += [[first, config] for first in [*JSON_VALUES[:3], *valid] for config in CONFIGS]
+        cases += [[first, 5, config] for first in valid for config in CONFIGS]
+        for params in cases:
+            with contextlib.suppress(RpcError):  # anything else fails the test
+                await node(method, *params)
+    assert await node("getHealth") == "ok"
