@@ -31,6 +31,7 @@ from ._errors import (
 )
 from ._events import TransactionRecord
 from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
+from ._token import mint_decimals
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -203,7 +204,13 @@ class SolanaMethods:
 
     def _account(self, key: Pubkey, encoding: str, window: tuple[int, int] | None) -> Any:
         account = self.ledger.account(key)
-        return None if account is None else wire.encode_account(account, encoding, window)
+        if account is None:
+            return None
+        return wire.encode_account(account, encoding, window, self._decimals_of)
+
+    def _decimals_of(self, mint: bytes) -> int | None:
+        account = self.ledger.account(Pubkey.from_bytes(mint))
+        return None if account is None else mint_decimals(bytes(account.data))
 
     def get_account_info(self, params: list[Any], now: float) -> Any:
         address, value = wire.positional(params, 1, 2)
@@ -228,7 +235,10 @@ class SolanaMethods:
         window = wire.data_slice(options)
         filters = wire.program_filters(options.get("filters"))
         found = [
-            {"pubkey": str(address), "account": wire.encode_account(account, encoding, window)}
+            {
+                "pubkey": str(address),
+                "account": wire.encode_account(account, encoding, window, self._decimals_of),
+            }
             for address, account in self.ledger.program_accounts(key)
             if wire.matches_filters(account, filters)
         ]
