@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+import anyio
 import msgspec
 import trio
 from coredis.exceptions import RedisError
@@ -238,7 +239,9 @@ class ChainLeader:
     async def _release(self) -> None:
         with trio.move_on_after(RELEASE_TIMEOUT) as scope:
             scope.shield = True
-            with contextlib.suppress(*RedisFailure):  # else it expires by itself
+            # Else it expires by itself. A client already closed counts too: at shutdown the
+            # client's own task group may close the connection under several chains' releases.
+            with contextlib.suppress(*RedisFailure, anyio.ClosedResourceError):
                 await self.lease.release()
 
     async def _lead(self) -> None:

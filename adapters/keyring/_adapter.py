@@ -126,6 +126,8 @@ class KeyringAdapter(AccountAdapter):
         return METHODS if chain in self._chains else frozenset()
 
     def method_docs(self, chain: str) -> MethodDocs:
+        if chain in self._solana_chains:
+            return MethodDocs(dict(_solana.METHOD_DOCS))
         return evm_docs(self.methods(chain))
 
     def prepare(

@@ -24,7 +24,7 @@ from solders.transaction import VersionedTransaction
 
 from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import derive_keypairs
-from adapters.base import ChainReader, SigningRequest
+from adapters.base import ChainReader, MethodDoc, ParamDoc, SigningRequest
 from adapters.keyring._wallet import Prepared, account_of, payload_of
 from schemas.errors import InvalidParams, Unauthorized
 
@@ -369,3 +369,56 @@ HANDLERS: Final[Mapping[str, SolanaHandler]] = {
     "solana_signAllTransactions": SolanaHandler(_prepare_wc_all, _wc_sign_all),
 }
 METHODS: Final = frozenset(HANDLERS)
+
+
+def _params(*fields: tuple[str, dict[str, Any], bool]) -> tuple[ParamDoc, ...]:
+    return tuple(ParamDoc(name, schema, required) for name, schema, required in fields)
+
+
+_STRING: Final = {"type": "string"}
+_ACCOUNT: Final = {
+    "type": "object",
+    "properties": {"address": _STRING},
+    "required": ["address"],
+}
+_OBJECT: Final = {"type": "object"}
+_SIGN_ERRORS: Final = ((-32602, "Invalid params"), (4100, "Unauthorized"), (4001, "Rejected"))
+_TRANSACTION_PARAMS: Final = _params(
+    ("account", _ACCOUNT, True),
+    ("transaction", _STRING, True),
+    ("scope", _STRING, True),
+    ("options", _OBJECT, False),
+)
+
+
+def _by_name(summary: str, params: tuple[ParamDoc, ...]) -> MethodDoc:
+    return MethodDoc(summary, params, _OBJECT, _SIGN_ERRORS, by_name=True)
+
+
+METHOD_DOCS: Final[Mapping[str, MethodDoc]] = {
+    "signMessage": _by_name(
+        "ed25519 signature of a base64 message",
+        _params(("account", _ACCOUNT, True), ("message", _STRING, True)),
+    ),
+    "signTransaction": _by_name("Sign a base64 transaction", _TRANSACTION_PARAMS),
+    "signAndSendTransaction": _by_name("Sign and send a base64 transaction", _TRANSACTION_PARAMS),
+    "signIn": _by_name(
+        "Sign In With Solana",
+        _params(("domain", _STRING, True), ("address", _STRING, False), ("nonce", _STRING, False)),
+    ),
+    "solana_signMessage": _by_name(
+        "ed25519 signature of a base58 message",
+        _params(("message", _STRING, True), ("pubkey", _STRING, True)),
+    ),
+    "solana_signTransaction": _by_name(
+        "Sign a base64 transaction as its fee payer", _params(("transaction", _STRING, True))
+    ),
+    "solana_signAndSendTransaction": _by_name(
+        "Sign and send a base64 transaction as its fee payer",
+        _params(("transaction", _STRING, True), ("sendOptions", _OBJECT, False)),
+    ),
+    "solana_signAllTransactions": _by_name(
+        "Sign up to 32 base64 transactions of one fee payer",
+        _params(("transactions", {"type": "array", "items": _STRING}, True)),
+    ),
+}

@@ -128,6 +128,25 @@ METHOD_DOCS: Final[dict[str, MethodDoc]] = {
         {"oneOf": [{"type": "object"}, {"type": "null"}]},
         (-32015, "Transaction version is not supported by the requesting client"),
     ),
+    "getBlock": _doc(
+        "A slot's block (transactionDetails: full, signatures, none)",
+        (_param("slot", _INTEGER), _CONFIG),
+        {"type": "object"},
+        (-32004, "Block not available for slot"),
+        (-32001, "Block cleaned up"),
+    ),
+    "getBlockTime": _doc(
+        "A block's unix time",
+        (_param("slot", _INTEGER),),
+        _INTEGER,
+        (-32004, "Block not available for slot"),
+    ),
+    "getBlocks": _doc(
+        "The slots with a block in a range (every slot here)",
+        (_param("start", _INTEGER), ParamDoc("end", _INTEGER, required=False), _CONFIG),
+        {"type": "array", "items": _INTEGER},
+    ),
+    "getFirstAvailableBlock": _doc("The oldest slot still kept", (), _INTEGER),
     "sendTransaction": _doc(
         "Submit a signed transaction (base58, or base64 with encoding)",
         (_TRANSACTION, _CONFIG),

@@ -20,9 +20,20 @@ class SignatureVerificationFailure(RpcError):
     default_message = "Transaction signature verification failure"
 
 
+class BlockCleanedUp(RpcError):
+    code = -32001
+
+    def __init__(self, slot: int, first: int) -> None:
+        super().__init__(
+            f"Block {slot} cleaned up, does not exist on node. First available block: {first}"
+        )
+
+
 class BlockNotAvailable(RpcError):
     code = -32004
-    default_message = "Block not available for slot"
+
+    def __init__(self, slot: int) -> None:
+        super().__init__(f"Block not available for slot {slot}")
 
 
 class TransactionHistoryNotAvailable(RpcError):

@@ -150,13 +150,8 @@ class Ledger:
 
     def advance(self, now: float) -> SlotRecord:
         """Close the current slot and open the next one (with a new blockhash); the closed slot."""
-        closed = SlotRecord(
-            self.slot,
-            max(self.slot - 1, 0),
-            b58encode(self.blockhash),
-            self._now,
-            tuple(self._slot_signatures),
-        )
+        closed = self.block(self.slot)
+        assert closed is not None
         self.slots[self.slot] = closed
         if len(self.slots) > MAX_HISTORY:
             del self.slots[next(iter(self.slots))]
@@ -265,6 +260,24 @@ class Ledger:
 
     def fee(self, tx: VersionedTransaction) -> int:
         return LAMPORTS_PER_SIGNATURE * tx.message.header.num_required_signatures
+
+    def block(self, slot: int) -> SlotRecord | None:
+        """Slot ``slot`` as a block: a produced one, or the current one with what it holds so far;
+        None for a slot not reached yet or no longer kept."""
+        if slot == self.slot:
+            return SlotRecord(
+                slot,
+                max(slot - 1, 0),
+                b58encode(self.blockhash),
+                self._now,
+                tuple(self._slot_signatures),
+            )
+        return self.slots.get(slot)
+
+    @property
+    def first_available(self) -> int:
+        """The oldest slot still kept."""
+        return next(iter(self.slots), self.slot)
 
     def take_events(self) -> list[SolanaEvent]:
         """What changed since the last call, in order."""

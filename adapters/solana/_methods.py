@@ -20,6 +20,8 @@ from adapters._base58 import b58encode
 
 from . import _wire as wire
 from ._errors import (
+    BlockCleanedUp,
+    BlockNotAvailable,
     MinContextSlotNotReached,
     SignatureVerificationFailure,
     UnsupportedTransactionVersion,
@@ -28,7 +30,8 @@ from ._errors import (
     preflight_failure,
 )
 from ._events import TransactionRecord
-from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation
+from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
+from ._token import mint_decimals
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -36,6 +39,7 @@ FEATURE_SET: Final = 3_294_202_862
 MAX_MULTIPLE_ACCOUNTS: Final = 100
 MAX_SIGNATURE_STATUSES: Final = 256
 MAX_SIGNATURES_FOR_ADDRESS: Final = 1000
+MAX_BLOCKS_RANGE: Final = 500_000
 MAX_AIRDROP_LAMPORTS: Final = 1_000_000 * 1_000_000_000
 COMMITMENTS: Final = frozenset({"processed", "confirmed", "finalized"})
 
@@ -64,6 +68,10 @@ HANDLERS: Final[dict[str, str]] = {
     "getSignatureStatuses": "get_signature_statuses",
     "getSignaturesForAddress": "get_signatures_for_address",
     "getTransaction": "get_transaction",
+    "getBlock": "get_block",
+    "getBlockTime": "get_block_time",
+    "getBlocks": "get_blocks",
+    "getFirstAvailableBlock": "get_first_available_block",
     "sendTransaction": "send_transaction",
     "simulateTransaction": "simulate_transaction",
     "requestAirdrop": "request_airdrop",
@@ -110,7 +118,9 @@ class SolanaMethods:
         """A config object, its ``commitment`` and ``minContextSlot`` checked."""
         options = wire.config(value)
         commitment = options.get("commitment")
-        if commitment is not None and commitment not in COMMITMENTS:
+        if commitment is not None and (
+            not isinstance(commitment, str) or commitment not in COMMITMENTS
+        ):
             raise invalid_params(
                 f"unknown variant `{commitment}`, expected one of `processed`, `confirmed`, "
                 "`finalized`"
@@ -194,7 +204,13 @@ class SolanaMethods:
 
     def _account(self, key: Pubkey, encoding: str, window: tuple[int, int] | None) -> Any:
         account = self.ledger.account(key)
-        return None if account is None else wire.encode_account(account, encoding, window)
+        if account is None:
+            return None
+        return wire.encode_account(account, encoding, window, self._decimals_of)
+
+    def _decimals_of(self, mint: bytes) -> int | None:
+        account = self.ledger.account(Pubkey.from_bytes(mint))
+        return None if account is None else mint_decimals(bytes(account.data))
 
     def get_account_info(self, params: list[Any], now: float) -> Any:
         address, value = wire.positional(params, 1, 2)
@@ -219,7 +235,10 @@ class SolanaMethods:
         window = wire.data_slice(options)
         filters = wire.program_filters(options.get("filters"))
         found = [
-            {"pubkey": str(address), "account": wire.encode_account(account, encoding, window)}
+            {
+                "pubkey": str(address),
+                "account": wire.encode_account(account, encoding, window, self._decimals_of),
+            }
             for address, account in self.ledger.program_accounts(key)
             if wire.matches_filters(account, filters)
         ]
@@ -287,12 +306,7 @@ class SolanaMethods:
         if isinstance(raw_options, str):  # the deprecated form: an encoding alone
             raw_options = {"encoding": raw_options}
         options = self._config(raw_options)
-        encoding = options.get("encoding") or "json"
-        if encoding not in ("json", "jsonParsed", "base58", "base64"):
-            raise invalid_params(
-                f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
-                "`json`, `jsonParsed`"
-            )
+        encoding = _transaction_encoding(options)
         if options.get("commitment") == "processed":
             raise invalid_params("processed commitment is not supported")
         record = self.ledger.transactions.get(wanted)
@@ -303,6 +317,80 @@ class SolanaMethods:
         if version != "legacy" and (max_version is None or version > max_version):
             raise UnsupportedTransactionVersion(version)
         return _transaction_json(record, encoding, max_version is not None)
+
+    # -- blocks (one a slot: no slot is ever skipped) ---------------------------------------------
+
+    def _block(self, slot: int) -> SlotRecord:
+        record = self.ledger.block(slot)
+        if record is not None:
+            return record
+        if slot > self.ledger.slot:
+            raise BlockNotAvailable(slot)
+        raise BlockCleanedUp(slot, self.ledger.first_available)
+
+    def get_block(self, params: list[Any], now: float) -> Any:
+        value, raw_options = wire.positional(params, 1, 2)
+        block = self._block(wire.u64(value, "slot"))
+        options = self._config(raw_options)
+        encoding = _transaction_encoding(options)
+        details = options.get("transactionDetails") or "full"
+        if details not in ("full", "signatures", "none", "accounts"):
+            raise invalid_params(
+                f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, "
+                "`accounts`"
+            )
+        previous = self.ledger.block(block.parent) if block.slot else block
+        answer: dict[str, Any] = {
+            "blockHeight": block.slot,
+            "blockTime": block.block_time,
+            "blockhash": block.blockhash,
+            "parentSlot": block.parent,
+            "previousBlockhash": previous.blockhash if previous else block.blockhash,
+        }
+        records = [
+            self.ledger.transactions[s] for s in block.signatures if s in self.ledger.transactions
+        ]
+        if details == "signatures":
+            answer["signatures"] = [record.signature for record in records]
+        elif details != "none":
+            max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
+            for record in records:
+                version = _version(record.tx)
+                if version != "legacy" and (max_version is None or version > max_version):
+                    raise UnsupportedTransactionVersion(version)
+            answer["transactions"] = [
+                {
+                    key: item
+                    for key, item in _transaction_json(
+                        record, encoding, max_version is not None
+                    ).items()
+                    if key not in ("slot", "blockTime")
+                }
+                for record in records
+            ]
+        if options.get("rewards", True):
+            answer["rewards"] = []
+        return answer
+
+    def get_block_time(self, params: list[Any], now: float) -> Any:
+        (value,) = wire.positional(params, 1, 1)
+        return self._block(wire.u64(value, "slot")).block_time
+
+    def get_blocks(self, params: list[Any], now: float) -> Any:
+        start_value, end_value, raw_options = wire.positional(params, 1, 3)
+        if isinstance(end_value, dict):  # [start, config]
+            end_value, raw_options = None, end_value
+        self._config(raw_options)
+        start = wire.u64(start_value, "start slot")
+        end = self.ledger.slot if end_value is None else wire.u64(end_value, "end slot")
+        if end - start > MAX_BLOCKS_RANGE:
+            raise invalid_params(f"Slot range too large; max {MAX_BLOCKS_RANGE}")
+        first = max(start, self.ledger.first_available)
+        return list(range(first, min(end, self.ledger.slot) + 1))
+
+    def get_first_available_block(self, params: list[Any], now: float) -> Any:
+        wire.positional(params, 0, 0)
+        return self.ledger.first_available
 
     def send_transaction(self, params: list[Any], now: float) -> Any:
         value, raw_options = wire.positional(params, 1, 2)
@@ -387,6 +475,16 @@ class SolanaMethods:
         for _ in range(slots):
             self.ledger.advance(now)
         return self.ledger.slot
+
+
+def _transaction_encoding(options: Mapping[str, Any]) -> str:
+    encoding = options.get("encoding") or "json"
+    if encoding not in ("json", "jsonParsed", "base58", "base64"):
+        raise invalid_params(
+            f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
+            "`json`, `jsonParsed`"
+        )
+    return str(encoding)
 
 
 def _version(tx: VersionedTransaction) -> Any:

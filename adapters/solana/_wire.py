@@ -18,6 +18,7 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58decode, b58encode
 
 from ._errors import invalid_param, invalid_params, invalid_request
+from ._token import DecimalsOf, parse_token
 
 #: ``rentEpoch`` of every rent-exempt account, as Solana reports it (u64::MAX).
 RENT_EXEMPT_EPOCH: Final = 2**64 - 1
@@ -106,7 +107,7 @@ def account_encoding(options: Mapping[str, Any], default: str) -> str:
     encoding = options.get("encoding", default)
     if encoding is None:
         return default
-    if encoding not in ACCOUNT_ENCODINGS:
+    if not isinstance(encoding, str) or encoding not in ACCOUNT_ENCODINGS:
         raise invalid_params(
             f"unknown variant `{encoding}`, expected one of `binary`, `base58`, `base64`, "
             "`jsonParsed`, `base64+zstd`"
@@ -185,12 +186,16 @@ def _json_type(value: Any) -> str:
 
 
 def encode_account(
-    account: Account, encoding: str, window: tuple[int, int] | None
+    account: Account,
+    encoding: str,
+    window: tuple[int, int] | None,
+    decimals_of: DecimalsOf | None = None,
 ) -> dict[str, Any]:
-    """An account as ``getAccountInfo`` answers it."""
+    """An account as ``getAccountInfo`` answers it (``decimals_of`` finds a token account's mint
+    for ``jsonParsed``)."""
     data = bytes(account.data)
     return {
-        "data": encode_data(account.owner, data, encoding, window),
+        "data": encode_data(account.owner, data, encoding, window, decimals_of),
         "executable": account.executable,
         "lamports": account.lamports,
         "owner": str(account.owner),
@@ -200,11 +205,17 @@ def encode_account(
 
 
 def encode_data(
-    owner: Pubkey | None, data: bytes, encoding: str, window: tuple[int, int] | None
+    owner: Pubkey | None,
+    data: bytes,
+    encoding: str,
+    window: tuple[int, int] | None,
+    decimals_of: DecimalsOf | None = None,
 ) -> Any:
     """Account data in ``encoding`` (``jsonParsed`` needs the ``owner`` to pick a parser)."""
     if encoding == "jsonParsed":
-        parsed = None if owner is None else parse_system_account(owner, data)
+        parsed = None
+        if owner is not None:
+            parsed = parse_system_account(owner, data) or parse_token(owner, data, decimals_of)
         if parsed is not None:
             return parsed
         encoding = "base64"  # as Solana: an account no parser knows falls back to base64

@@ -68,24 +68,29 @@ class SolanaDevAdapter(NetworkChainAdapter):
                 f"networks.{spec.name} ({self.name} adapter): this chain is {expected} (from its "
                 f"genesis_seed), not {spec.chain}"
             )
-        self._ledger: Ledger | None = None
-        self._methods: SolanaMethods | None = None
-        self._handlers: dict[str, Handler] = {}
+        self._started = False
+        self._chain: tuple[Ledger, dict[str, Handler]] | None = None
         self._slots_running = False
         self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
 
     @property
     def ledger(self) -> Ledger:
-        if self._ledger is None:
-            raise RuntimeError("SolanaDevAdapter.start() has not run")
-        return self._ledger
+        """The chain, made at its first use (a broker never asked about Solana pays nothing)."""
+        return self._made()[0]
+
+    def _made(self) -> tuple[Ledger, dict[str, Handler]]:
+        if self._chain is None:
+            if not self._started:
+                raise RuntimeError("SolanaDevAdapter.start() has not run")
+            ledger = Ledger(self.options, time.time())
+            methods = SolanaMethods(ledger, automine=self.options.block_time == 0)
+            self._chain = ledger, methods.table()
+        return self._chain
 
     async def start(self) -> None:
-        if self._ledger is not None:
-            return
-        self._ledger = Ledger(self.options, time.time())
-        self._methods = SolanaMethods(self._ledger, automine=self.options.block_time == 0)
-        self._handlers = self._methods.table()
+        # The options were checked when the adapter was built; the runtime (LiteSVM, about 11 ms)
+        # is made by the first call that needs it.
+        self._started = True
 
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
@@ -104,9 +109,9 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         self._check_chain(chain)
-        handler = self._handlers.get(method)
-        if handler is None:
+        if method not in SolanaMethods.METHODS:
             raise MethodNotFound(method)
+        handler = self._made()[1][method]
         try:
             decoded = msgspec.json.decode(params)
         except msgspec.DecodeError:

@@ -68,3 +68,7 @@ async def test_rpc_discover_describes_the_solana_methods() -> None:
     assert [param["name"] for param in send["params"]] == ["transaction", "config"]
     assert {"code": -32002, "message": "Transaction simulation failed"} in send["errors"]
     assert "SolanaAddress" in document["components"]["schemas"]
+    # The keyring's Solana account methods take one params object.
+    sign = methods["signMessage"]
+    assert sign["paramStructure"] == "by-name"
+    assert [param["name"] for param in sign["params"]] == ["account", "message"]

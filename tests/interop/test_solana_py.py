@@ -80,6 +80,8 @@ async def test_balances_a_transfer_and_its_confirmation() -> None:
             await client.get_multiple_accounts([receiver, Keypair().pubkey()])
         ).value
         seen["signature"] = signature
+        slot = seen["status"].slot
+        seen["block"] = (await client.get_block(slot, max_supported_transaction_version=0)).value
         return seen
 
     seen = await on_solana(scenario)
@@ -98,6 +100,9 @@ async def test_balances_a_transfer_and_its_confirmation() -> None:
     assert seen["account"].owner == SYSTEM_PROGRAM
     assert seen["accounts"][0].lamports == 3 * SOL
     assert seen["accounts"][1] is None
+    block = seen["block"]
+    assert block.block_height == seen["status"].slot
+    assert [t.transaction.signatures[0] for t in block.transactions] == [seen["signature"]]
 
 
 async def test_node_reads_airdrop_simulation_and_errors() -> None:
@@ -163,10 +168,10 @@ async def test_node_reads_airdrop_simulation_and_errors() -> None:
 async def test_an_unknown_method_is_an_rpc_error_not_a_crash() -> None:
     async def scenario(client: AsyncClient) -> tuple[Exception, int]:
         try:
-            await client.get_block(0)
+            await client.get_vote_accounts()
         except (SolanaRpcException, RPCException) as exc:
             return exc, (await client.get_slot()).value
-        raise AssertionError("getBlock is not served")
+        raise AssertionError("getVoteAccounts is not served")
 
     error, slot = await on_solana(scenario)
     assert isinstance(error, SolanaRpcException | RPCException)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 from typing import Any
 
 import pytest
@@ -295,3 +296,65 @@ async def test_the_history_is_bounded(node: Node, monkeypatch: pytest.MonkeyPatc
     history = await node("getSignaturesForAddress", str(BOB.pubkey()))
     assert [entry["signature"] for entry in history] == signatures[:1:-1]
     assert len(node.adapter.ledger.slots) == 3
+
+
+JSON_VALUES: list[Any] = [None, 1, -1, 2**70, 1.5, True, "", "0OIl", [], {}, [1], {"a": []}]
+CONFIGS: list[Any] = [
+    5,
+    [],
+    {"encoding": []},
+    {"commitment": []},
+    {"minContextSlot": "1"},
+    {"dataSlice": {"offset": -1}},
+    {"filters": [{"memcmp": {"offset": 0, "bytes": 5}}]},
+    {"limit": "1"},
+    {"accounts": {"addresses": [5]}},
+]
+
+
+async def test_no_input_gets_anything_but_an_rpc_error(node: Node) -> None:
+    """Every method, every JSON type where an address, a transaction or a config goes."""
+    valid = [str(ALICE.pubkey()), "AAAA", "1" * 88]
+    for method in sorted(node.adapter.methods(node.adapter.spec.chain)):
+        cases: list[list[Any]] = [[value] for value in JSON_VALUES]
+        cases += [[first, config] for first in [*JSON_VALUES[:3], *valid] for config in CONFIGS]
+        cases += [[first, 5, config] for first in valid for config in CONFIGS]
+        for params in cases:
+            with contextlib.suppress(RpcError):  # anything else fails the test
+                await node(method, *params)
+    assert await node("getHealth") == "ok"
+
+
+async def test_each_slot_is_a_block(node: Node) -> None:
+    tx = signed_transfer(ALICE, BOB.pubkey(), SOL, await blockhash(node))
+    signature = await node("sendTransaction", tx, {"encoding": "base64"})
+    slot = await node("getSlot")
+    block = await node("getBlock", slot)
+    assert block["blockHeight"] == slot
+    assert block["parentSlot"] == slot - 1
+    assert block["previousBlockhash"] == (await node("getBlock", slot - 1))["blockhash"]
+    assert block["blockTime"] == await node("getBlockTime", slot)
+    (entry,) = block["transactions"]
+    assert entry["transaction"]["signatures"] == [signature]
+    assert entry["meta"]["fee"] == 5000
+    assert set(entry) == {"transaction", "meta"}
+    assert block["rewards"] == []
+    only = await node("getBlock", slot, {"transactionDetails": "signatures", "rewards": False})
+    assert only["signatures"] == [signature]
+    assert "rewards" not in only
+    assert await node("getBlocks", 0) == list(range(slot + 1))
+    assert await node("getFirstAvailableBlock") == 0
+    later = await rpc_error(node, "getBlock", slot + 5)
+    assert (later.code, later.message) == (-32004, f"Block not available for slot {slot + 5}")
+
+
+async def test_blocks_no_longer_kept(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.solana import _ledger
+
+    monkeypatch.setattr(_ledger, "MAX_HISTORY", 3)
+    await node("scopecast_advanceSlots", 5)
+    assert await node("getFirstAvailableBlock") == 2
+    gone = await rpc_error(node, "getBlock", 1)
+    assert gone.code == -32001
+    assert gone.message.endswith("First available block: 2")
+    assert await node("getBlocks", 0, 3) == [2, 3]
