@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
@@ -47,6 +48,7 @@ class WebSocketConnection:
         "_nursery",
         "_on_slow_consumer",
         "_protocol",
+        "_queued",
         "_settle",
         "_state",
         "_stream",
@@ -75,6 +77,7 @@ class WebSocketConnection:
         self._protocol = WebSocketProtocol(limits.ws_message)
         self._limits = limits
         self._inflight = 0
+        self._queued: deque[bytes] | None = None
         self._calls: set[trio.CancelScope] | None = None
         self._closing = False
         self._draining = False
@@ -191,11 +194,27 @@ class WebSocketConnection:
                 return
 
     async def _dispatch(self, payload: bytes) -> None:
+        # Calls start in the order they came: trio runs the tasks spawned together in either
+        # order, so each takes the oldest waiting request when it starts, whichever task it is
+        # (fast calls are then answered in order too, as clients such as viem's watchBlocks
+        # expect).
+        queued = self._queued
+        if queued is None:
+            queued = self._queued = deque()
+        queued.append(payload)
         self._inflight += 1
         if self._inflight <= self._limits.max_inflight:
-            self._nursery.start_soon(self._answer, payload)
+            self._nursery.start_soon(self._answer_next)
         else:
-            await self._answer(payload)
+            await self._answer_next()
+
+    async def _answer_next(self) -> None:
+        queued = self._queued
+        assert queued
+        payload = queued.popleft()
+        if not queued:
+            self._queued = None  # an idle connection keeps no queue
+        await self._answer(payload)
 
     async def _answer(self, payload: bytes) -> None:
         scope = trio.CancelScope()

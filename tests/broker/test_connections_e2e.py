@@ -1,6 +1,7 @@
 """Connections that misbehave harm nobody else; slow consumers are closed; nothing leaks."""
 
 import gc
+import json
 import tracemalloc
 from typing import Any
 
@@ -266,3 +267,21 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped() -> None:
                 assert mute.close_code == frames.CLOSE_PING_TIMEOUT
                 await trio.sleep(0.6)
                 assert await live.result("eth_chainId", []) == "0x539"
+
+
+async def test_requests_that_arrive_together_are_answered_in_order(node: RunningBroker) -> None:
+    # trio runs tasks spawned together in either order; fast calls must still be answered in
+    # the order they came (viem's watchBlocks emits blocks in the order their fetches answer).
+    with trio.fail_after(30):
+        conn = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+        try:
+            for round_ in range(5):
+                ids = list(range(round_ * 100, round_ * 100 + 20))
+                calls = [
+                    {"jsonrpc": "2.0", "id": i, "method": "eth_chainId", "params": []} for i in ids
+                ]
+                await conn.send_many([json.dumps(call) for call in calls])
+                replies = [await conn.message() for _ in ids]
+                assert [reply["id"] for reply in replies] == ids
+        finally:
+            conn.close()

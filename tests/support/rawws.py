@@ -58,8 +58,9 @@ class RawWebSocket:
         conn._buffer = bytearray(rest)
         return conn
 
-    async def send_text(self, text: str | bytes, *, opcode: int = 0x1) -> None:
-        payload = text.encode() if isinstance(text, str) else text
+    @staticmethod
+    def masked(payload: bytes, opcode: int = 0x1) -> bytes:
+        """A client frame (masked, as clients must) carrying ``payload``."""
         mask = os.urandom(4)
         length = len(payload)
         if length < 126:
@@ -68,11 +69,20 @@ class RawWebSocket:
             header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
         else:
             header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        data = header + mask + masked
+        return header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+    async def _send_all(self, data: bytes) -> None:
         while data:
             sent = await self.sock.send(data)
             data = data[sent:]
+
+    async def send_text(self, text: str | bytes, *, opcode: int = 0x1) -> None:
+        payload = text.encode() if isinstance(text, str) else text
+        await self._send_all(self.masked(payload, opcode))
+
+    async def send_many(self, texts: list[str]) -> None:
+        """Several text frames in one write (so that the server reads them together)."""
+        await self._send_all(b"".join(self.masked(text.encode()) for text in texts))
 
     async def call(self, message: dict[str, Any]) -> None:
         await self.send_text(json.dumps(message))
