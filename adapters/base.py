@@ -209,8 +209,10 @@ class ChainAdapter(ABC):
         """The JSON-RPC methods this adapter answers for ``chain``."""
 
     def notifications(self, chain: str) -> frozenset[str]:
-        """The notifications this adapter can deliver for ``chain``."""
-        return EVM_NOTIFICATIONS
+        """The notifications this adapter can deliver for ``chain``: by default the EVM profile's
+        (``eth_subscription``) on an ``eip155`` chain, none elsewhere (a family's adapter names
+        its own)."""
+        return EVM_NOTIFICATIONS if chain.startswith("eip155:") else frozenset()
 
     @abstractmethod
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:

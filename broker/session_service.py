@@ -55,6 +55,7 @@ from broker.sessions.dialects import changed_params, create_result, get_result
 from broker.sessions.expiry import ExpiryTracker
 from broker.sessions.model import CURRENT, LEGACY
 from broker.signing import SigningGateway
+from broker.stream_methods import EVM_STREAM_METHODS, is_evm
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
@@ -85,17 +86,6 @@ log = logging.getLogger(__name__)
 
 SUBSCRIPTION_NOTIFICATION: Final = "eth_subscription"
 #: Methods the broker itself serves on every chain, beside the adapters' own.
-BROKER_METHODS: Final = frozenset(
-    {
-        "eth_subscribe",
-        "eth_unsubscribe",
-        "eth_newFilter",
-        "eth_newBlockFilter",
-        "eth_getFilterChanges",
-        "eth_getFilterLogs",
-        "eth_uninstallFilter",
-    }
-)
 EXPIRY_CHECK: Final = 5.0
 
 
@@ -160,7 +150,8 @@ class SessionService:
         if self._networks.by_chain(chain) is None:
             return None
         return ChainSupport(
-            methods=self._networks.methods(chain) | BROKER_METHODS,
+            methods=self._networks.methods(chain)
+            | (EVM_STREAM_METHODS if is_evm(chain) else frozenset()),
             notifications=self._networks.notifications(chain),
         )
 

@@ -5,11 +5,11 @@ They are served by the broker itself, on top of the chain events, for every adap
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from broker.dispatch import CallContext, Dispatcher
+from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
@@ -17,13 +17,32 @@ if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub
 
 
+#: The broker's methods of the EVM profile (subscriptions and polled filters).
+EVM_STREAM_METHODS: Final = frozenset(
+    {
+        "eth_subscribe",
+        "eth_unsubscribe",
+        "eth_newFilter",
+        "eth_newBlockFilter",
+        "eth_getFilterChanges",
+        "eth_getFilterLogs",
+        "eth_uninstallFilter",
+    }
+)
+
+
+def is_evm(chain: str) -> bool:
+    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace."""
+    return chain.startswith("eip155:")
+
+
 def _decode(params: msgspec.Raw) -> Any:
     return msgspec.json.decode(params)
 
 
 def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistry) -> None:
-    """Register ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on ``dispatcher``,
-    and the subscribe methods of the chain families (on their own networks only)."""
+    """Serve ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on the EVM chains, and
+    the subscribe methods of the other chain families on theirs."""
 
     async def family_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
         family = hub.families.get(chain)
@@ -76,11 +95,24 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
     async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
         return filters.uninstall(ctx.api_key, _decode(params))
 
-    register = dispatcher.register
-    register("eth_subscribe", subscribe)
-    register("eth_unsubscribe", unsubscribe)
-    register("eth_newFilter", new_filter)
-    register("eth_newBlockFilter", new_block_filter)
-    register("eth_getFilterChanges", filter_changes)
-    register("eth_getFilterLogs", filter_logs)
-    register("eth_uninstallFilter", uninstall_filter)
+    # The EVM profile: served on the chains of the eip155 namespace only.
+    evm: dict[str, Handler] = {
+        "eth_subscribe": subscribe,
+        "eth_unsubscribe": unsubscribe,
+        "eth_newFilter": new_filter,
+        "eth_newBlockFilter": new_block_filter,
+        "eth_getFilterChanges": filter_changes,
+        "eth_getFilterLogs": filter_logs,
+        "eth_uninstallFilter": uninstall_filter,
+    }
+
+    async def evm_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
+        handler = evm.get(method)
+        if handler is None or not is_evm(chain):
+            raise MethodNotFound(method)
+        return await handler(ctx, params)
+
+    def evm_methods(chain: str) -> frozenset[str]:
+        return EVM_STREAM_METHODS if is_evm(chain) else frozenset()
+
+    dispatcher.add_fallback(evm_call, evm_methods)

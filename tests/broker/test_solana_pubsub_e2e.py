@@ -196,3 +196,17 @@ async def test_a_solana_subscription_resumes_after_a_drop(node: RunningBroker) -
             done = await again.notification()
             assert done["method"] == "scopecast_resumed"
             assert done["params"] == {"replayed": 2, "complete": True}
+
+
+async def test_the_evm_profile_is_not_served_on_the_solana_network(node: RunningBroker) -> None:
+    with trio.fail_after(30):
+        for method, params in [("eth_newFilter", [{}]), ("eth_newBlockFilter", [])]:
+            reply = await node.rpc(method, params, network=SOLANA)
+            assert reply["error"]["code"] == -32601, reply
+            assert (await node.rpc(method, params))["result"]  # the EVM network serves them
+        async with dapp(node.ws_url(network=SOLANA)) as conn:
+            refused = await conn.call("eth_subscribe", ["newHeads"])
+            assert refused["error"]["code"] == -32601
+        listed = {m["name"] for m in (await solana_rpc(node, "rpc.discover"))["methods"]}
+        assert "slotSubscribe" in listed
+        assert not listed & {"eth_subscribe", "eth_newFilter", "eth_getFilterChanges"}
