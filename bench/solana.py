@@ -24,7 +24,13 @@ from typing import Any
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
 from bench.procs import Child
-from bench.workloads import FanoutSystem, Settings, run_fanout_systems, start_scopecast
+from bench.workloads import (
+    FanoutSystem,
+    Settings,
+    invoke,
+    run_fanout_systems,
+    start_scopecast,
+)
 
 SCOPE = dev_chain_id()
 #: The account every ``accountSubscribe`` watches: a funded dev account, so that an airdrop of
@@ -48,51 +54,71 @@ SESSION_REQUEST = {
 }
 
 
-def _invoke(method: str, params: list[Any]) -> list[Any]:
-    return [
-        "wallet_invokeMethod",
-        {"scope": SCOPE, "request": {"method": method, "params": params}},
-    ]
+#: How an event of each kind is made: a Solana method and its params.
+EVENTS: dict[str, tuple[str, list[Any]]] = {
+    "slots": ("scopecast_advanceSlots", []),
+    "accounts": ("requestAirdrop", [WATCHED, 1]),
+}
 
 
 def publish(server: Child, kind: str, count: int) -> list[float]:
     """``count`` events of ``kind`` made through the server's dispatcher; their publish times."""
-    if kind == "slots":
-        method, params = "scopecast_advanceSlots", []
-    else:
-        method, params = "requestAirdrop", [WATCHED, 1]
+    method, params = EVENTS[kind]
     command = {"cmd": "solana", "method": method, "params": params, "count": count}
     published: list[float] = server.request(command, 300)["published"]
     return published
 
 
-SOLANA_SYSTEMS = [
-    FanoutSystem(
-        key="scopecast-solana-direct",
-        label="scopecast, Solana direct (slot/accountNotification)",
-        memory_label="scopecast, bare connection on /solana/ws/v3",
+def _direct(method: str, params: list[Any]) -> list[Any]:
+    return [method, params]
+
+
+def _in_session(method: str, params: list[Any]) -> list[Any]:
+    return invoke(method, params, SCOPE)
+
+
+def _system(
+    form: str,
+    label: str,
+    memory_label: str,
+    path: str,
+    step: Callable[[str, list[Any]], list[Any]],
+    **rest: Any,
+) -> FanoutSystem:
+    """One form of the Solana fan-out: its script steps are ``step(method, params)``."""
+    return FanoutSystem(
+        key=f"scopecast-solana-{form}",
+        label=label,
+        memory_label=memory_label,
         start=start_scopecast("devchain"),
-        path="/solana/ws/v3/dev",
+        path=path,
+        subscribe={kind: [step(*SUBSCRIBE[kind])] for kind in KINDS},
+        unsubscribe={kind: [step(UNSUBSCRIBE[kind], ["$sub"])] for kind in KINDS},
+        kinds=KINDS,
+        trigger=publish,
+        **rest,
+    )
+
+
+SOLANA_SYSTEMS = [
+    _system(
+        "direct",
+        "scopecast, Solana direct (slot/accountNotification)",
+        "scopecast, bare connection on /solana/ws/v3",
+        "/solana/ws/v3/dev",
+        _direct,
         method=NOTIFICATION,
         idle_script=[],
-        subscribe={kind: [SUBSCRIBE[kind]] for kind in KINDS},
-        unsubscribe={kind: [[UNSUBSCRIBE[kind], ["$sub"]]] for kind in KINDS},
-        kinds=KINDS,
-        trigger=publish,
     ),
-    FanoutSystem(
-        key="scopecast-solana-session",
-        label="scopecast, Solana in a session (wallet_notify)",
-        memory_label="scopecast, connection holding a Solana session",
-        start=start_scopecast("devchain"),
-        path="/ws/v3/dev",
+    _system(
+        "session",
+        "scopecast, Solana in a session (wallet_notify)",
+        "scopecast, connection holding a Solana session",
+        "/ws/v3/dev",
+        _in_session,
         method="wallet_notify",
         idle_script=[["wallet_createSession", SESSION_REQUEST]],
-        subscribe={kind: [_invoke(*SUBSCRIBE[kind])] for kind in KINDS},
-        unsubscribe={kind: [_invoke(UNSUBSCRIBE[kind], ["$sub"])] for kind in KINDS},
         origin="https://dapp",
-        kinds=KINDS,
-        trigger=publish,
     ),
 ]
 

@@ -43,10 +43,11 @@ SESSION_REQUEST = {
 }
 
 
-def invoke(method: str, params: list[Any]) -> list[Any]:
+def invoke(method: str, params: list[Any], scope: str = SCOPE) -> list[Any]:
+    """A script step calling ``method`` inside the session, on ``scope``."""
     return [
         "wallet_invokeMethod",
-        {"scope": SCOPE, "request": {"method": method, "params": params}},
+        {"scope": scope, "request": {"method": method, "params": params}},
     ]
 
 

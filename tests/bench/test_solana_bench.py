@@ -13,7 +13,7 @@ import trio
 
 from bench import loadgen, report
 from bench.server import _calls
-from bench.solana import KINDS, SOLANA_SYSTEMS, WATCHED, publish
+from bench.solana import EVENTS, KINDS, SOLANA_SYSTEMS, WATCHED, publish
 from bench.workloads import FanoutSystem
 from tests.support.inprocess import RunningBroker, dapp
 
@@ -46,10 +46,7 @@ async def test_the_scripts_subscribe_get_the_events_and_unsubscribe(
                 assert loadgen._is_subscription_id(sub)
                 assert isinstance(sub, int)
                 # what bench.server's `solana` command runs for publish(server, kind, 3)
-                if kind == "slots":
-                    await _calls(node.broker, 3, "scopecast_advanceSlots", [], "solana")
-                else:
-                    await _calls(node.broker, 3, "requestAirdrop", [WATCHED, 1], "solana")
+                await _calls(node.broker, 3, *EVENTS[kind], "solana")
                 received = []
                 for _ in range(3):
                     message = await conn.notification()
