@@ -2,10 +2,11 @@
 // `createSolanaRpcSubscriptions` over `/solana/ws/v3/<KEY>`, the way a Solana dapp or bot uses them.
 //
 // Reads (genesis hash, balance, latest blockhash), then a SOL transfer built, signed and sent with
-// kit (`@solana-program/system`'s transfer instruction) while an `accountNotifications` and a
-// `signatureNotifications` subscription watch it; then a second transfer through kit's own
-// `sendAndConfirmTransactionFactory` (which races `signatureNotifications` against
-// `getSignatureStatuses` and watches `slotNotifications` for the blockhash's expiry).
+// kit (`@solana-program/system`'s transfer instruction) while `accountNotifications`,
+// `signatureNotifications`, `logsNotifications` and `slotNotifications` subscriptions watch it;
+// then a second transfer through kit's own `sendAndConfirmTransactionFactory` (which races
+// `signatureNotifications` against `getSignatureStatuses` and watches `slotNotifications` for the
+// blockhash's expiry).
 //
 // usage: node solana_kit.mjs '{"http": URL, "ws": URL, "payerSeed": [32 bytes], "lamports": N}'
 
@@ -99,6 +100,12 @@ async function main(report, config) {
       await rpcSubscriptions.slotNotifications().subscribe({ abortSignal: abort.signal }),
       'slotNotification',
     );
+    const logsNotifications = inbox(
+      await rpcSubscriptions
+        .logsNotifications({ mentions: [address(receiver)] }, { commitment: 'confirmed' })
+        .subscribe({ abortSignal: abort.signal }),
+      'logsNotification',
+    );
     const signed = await transferTo(rpc, payer, receiver, amount);
     const signature = getSignatureFromTransaction(signed);
     const signatureNotifications = inbox(
@@ -121,6 +128,15 @@ async function main(report, config) {
     report.observe('signatureNotification', confirmed);
     report.equal(confirmed?.value, { err: null }, 'signatureNotification confirms the transfer');
     report.equal(confirmed?.context?.slot, written?.context?.slot, 'both notifications are for the same slot');
+    const logs = await logsNotifications.next();
+    report.observe('logsNotification', logs);
+    report.equal(logs?.value?.signature, signature, 'logsNotification for the transfer mentioning the receiver');
+    report.equal(logs?.value?.err, null, 'logsNotification: no error');
+    report.check(
+      Array.isArray(logs?.value?.logs) && logs.value.logs.some((line) => line.startsWith(`Program ${SYSTEM_PROGRAM} invoke`)),
+      'logsNotification: the system program ran',
+      logs,
+    );
     const slot = await slotNotifications.next();
     report.observe('slotNotification', slot);
     report.check(

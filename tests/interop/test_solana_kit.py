@@ -1,8 +1,8 @@
 """@solana/kit against scopecast's Solana network: ``createSolanaRpc`` over HTTP and
 ``createSolanaRpcSubscriptions`` over ``/solana/ws/v3/dev`` (the script's checks are in
-``solana_kit.mjs``): a balance, a transfer built, signed and sent with kit while an
-``accountNotifications`` and a ``signatureNotifications`` subscription watch it, and kit's own
-``sendAndConfirmTransactionFactory``."""
+``solana_kit.mjs``): a balance, a transfer built, signed and sent with kit while
+``accountNotifications``, ``signatureNotifications``, ``logsNotifications`` and
+``slotNotifications`` subscriptions watch it, and kit's own ``sendAndConfirmTransactionFactory``."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ async def test_rpc_and_subscriptions_with_solana_kit(node: RunningBroker) -> Non
     assert observed["payerBalance"]["value"] == str(1000 * 10**9)
     assert observed["accountNotification"]["value"]["lamports"] == "250000000"
     assert observed["signatureNotification"]["value"] == {"err": None}
+    assert observed["logsNotification"]["value"]["err"] is None
     reply = await node.rpc("getGenesisHash", [], network="solana")
     assert observed["genesis"] == reply["result"]
     # what went over the wire: kit's string ids echoed as sent, Solana's integer subscription ids
