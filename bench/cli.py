@@ -25,16 +25,17 @@ from bench.http_wrk import run_http
 from bench.procs import ROOT
 from bench.replay import run_replay
 from bench.resume import run_resume
+from bench.solana import run_solana
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
     memory_profile,
     run_devchain,
-    run_fanout_system,
+    run_fanout_systems,
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "devchain", "http", "replay", "resume")
+WORKLOADS = ("fanout", "solana", "devchain", "http", "replay", "resume")
 
 
 def machine() -> dict[str, Any]:
@@ -76,6 +77,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
     for key in (
         "fanout_reference",
+        "solana",
         "getlogs",
         "http_wrk",
         "replay",
@@ -176,16 +178,12 @@ def main(argv: list[str] | None = None) -> None:
             "gc_freeze": settings.gc_freeze,
             "profiled": settings.profile,
         },
-        "fanout": {"heads": {}, "logs": {}},
-        "memory": {},
     }
     fanout_systems = [s for s in FANOUT_SYSTEMS if not only or "fanout" in only or s.key in only]
-    for system in fanout_systems:
-        log(f"fan-out and idle memory: {system.label}")
-        memory, fanout = run_fanout_system(system, settings, log)
-        results["memory"][system.key] = {"label": system.memory_label, "sizes": memory}
-        for kind, figures in fanout.items():
-            results["fanout"][kind][system.key] = {"label": system.label, "sizes": figures}
+    results.update(run_fanout_systems(fanout_systems, settings, log, ("heads", "logs")))
+    if not only or "solana" in only:
+        log("Solana: slot and account notifications, direct and in sessions")
+        results["solana"] = run_solana(settings, log)
     if not only or "devchain" in only:
         log("dev chain: reference fan-out, getLogs, HTTP")
         devchain = run_devchain(settings, log)

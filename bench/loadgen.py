@@ -6,7 +6,7 @@ stdout, and keeps serving its sockets (answering pings) while it waits for the n
 ``{"cmd": "connect", "port", "path", "count", "script", "origin", "window"}``
     opens ``count`` WebSocket connections (at most ``window`` handshaking at once), each sending the
     JSON-RPC calls of ``script`` (``[[method, params], ...]``) one after the other and waiting for each
-    reply. A connection's subscription id is taken from the last reply. ``origin`` (a prefix) gives
+    reply. A connection's subscription id (a string, or Solana's integer) is taken from the last reply. ``origin`` (a prefix) gives
     every connection an ``Origin`` of its own, hence a session identity of its own.
 ``{"cmd": "script", "script"}``
     runs ``script`` on every ready connection (``"$sub"`` in params stands for the connection's
@@ -23,7 +23,7 @@ stdout, and keeps serving its sockets (answering pings) while it waits for the n
 Frames are counted without being decoded: a text frame is counted when its last byte arrives, so
 receiving costs a header parse per frame and one ``recv`` per wake-up however many frames it holds.
 One connection in ``sample_every`` decodes everything it receives and checks it (method, subscription
-id, consecutive block numbers), so that a server sending the wrong bytes cannot look fast.
+id, consecutive block numbers or Solana slots), so that a server sending the wrong bytes cannot look fast.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class Conn:
         self.skip_counts = False  # whether that frame is a final one (a message)
         self.count = 0
         self.step = 0
-        self.sub_id: str | None = None
+        self.sub_id: str | int | None = None
         self.messages: list[bytes] = []
         self.error: str | None = None
         self.started = 0.0
@@ -482,12 +482,10 @@ class LoadGenerator:
             self.fail(conn, f"step {conn.step}: {message['error']}")
             return
         result = message.get("result")
-        if isinstance(result, str):
+        if isinstance(result, dict) and isinstance(result.get("result"), dict):
+            result = result["result"].get("result")  # wallet_invokeMethod's answer
+        if _is_subscription_id(result):
             conn.sub_id = result
-        elif isinstance(result, dict) and isinstance(result.get("result"), dict):
-            inner = result["result"].get("result")
-            if isinstance(inner, str):
-                conn.sub_id = inner
         conn.step += 1
         self.send_step(conn)
 
@@ -575,11 +573,25 @@ def verify(conn: Conn, expected: int, method: str) -> str | None:
             params = params["notification"]["params"]
         if conn.sub_id is not None and params["subscription"] != conn.sub_id:
             return f"conn {conn.index}: subscription {params['subscription']} != {conn.sub_id}"
-        result = params["result"]
-        numbers.append(int(result.get("number") or result.get("blockNumber"), 16))
+        numbers.append(_sequence_number(params["result"]))
     if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return f"conn {conn.index}: block numbers not consecutive: {numbers[:5]}..."
     return None
+
+
+def _is_subscription_id(value: Any) -> bool:
+    """An EVM subscription id (a hex string) or a Solana one (an integer)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _sequence_number(result: dict[str, Any]) -> int:
+    """The block or slot a notification's result is for: an EVM head's or log's block number, a
+    Solana ``slotNotification``'s slot, or the context slot of Solana's wrapped results."""
+    if "slot" in result:
+        return int(result["slot"])
+    if "context" in result:
+        return int(result["context"]["slot"])
+    return int(result.get("number") or result.get("blockNumber"), 16)
 
 
 # -- HTTP -------------------------------------------------------------------------------------------

@@ -323,6 +323,62 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
+def _fanout_table(systems: dict[str, Any]) -> list[str]:
+    """One row per system and subscriber count."""
+    lines = [
+        "| system | subscribers | notifications/s | per server CPU-s | p50 ms | p99 ms | "
+        "server CPU | load gen CPU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for system in systems.values():
+        for f in system["sizes"]:
+            lines.append(
+                f"| {system['label']} | {f['subscribers']:,} | {_fmt(f['notifications_per_s'])} "
+                f"| {_fmt(f['notifications_per_server_cpu_s'])} | {_fmt(f['p50_ms'], 1)} "
+                f"| {_fmt(f['p99_ms'], 1)} | {_fmt(f['server_cpu_share'], 2)} "
+                f"| {_fmt(f['loadgen_cpu_share'], 2)} |"
+            )
+    return lines
+
+
+def _solana_section(solana: dict[str, Any] | None) -> list[str]:
+    """Slot and account notifications on the Solana network (bench.solana)."""
+    if not solana:
+        return []
+    titles = {"slots": "slotNotification", "accounts": "accountNotification"}
+    lines = [
+        "",
+        "## Fan-out: Solana slots and accounts",
+        "",
+        "The broker as `make run` builds it, its `solana` network on `--block-time 0`. Each slot "
+        "event is a `scopecast_advanceSlots` call through the dispatcher, each account event a "
+        "`requestAirdrop` of 1 lamport to the one watched dev account (it lands in a slot of its "
+        "own): the runtime's work is in the latency, as `evm_mine` is in the EVM reference. "
+        "Direct: `slotSubscribe` / `accountSubscribe` on `/solana/ws/v3/dev` (integer ids); "
+        "session: the same through `wallet_invokeMethod` with the `solana:<ref>` scope, delivered "
+        "as `wallet_notify`. Latency and throughput as for the EVM tables.",
+    ]
+    for kind, systems in solana["fanout"].items():
+        if systems:
+            lines += ["", f"### {titles.get(kind, kind)}", "", *_fanout_table(systems)]
+    memory = solana.get("memory", {})
+    if memory:
+        lines += [
+            "",
+            "Idle memory (as below): "
+            + "; ".join(
+                f"{system['label']}: "
+                + ", ".join(
+                    f"{m['kib_per_connection']:.1f} KiB at {m['connections']:,}"
+                    for m in system["sizes"]
+                )
+                for system in memory.values()
+            )
+            + ".",
+        ]
+    return lines
+
+
 def _resume_section(resume: dict[str, Any] | None) -> list[str]:
     """Replay throughput and the fan-out with and without cursors (bench.resume)."""
     if not resume:
@@ -422,18 +478,8 @@ def write(results: dict[str, Any], out: Path) -> None:
             "`broadcast()` / to the send loop) to the moment its *last* subscriber has it; "
             "throughput is deliveries over the time from the first publish to the last receipt.",
             "",
-            "| system | subscribers | notifications/s | per server CPU-s | p50 ms | p99 ms | "
-            "server CPU | load gen CPU |",
-            "|---|---|---|---|---|---|---|---|",
+            *_fanout_table(systems),
         ]
-        for system in systems.values():
-            for f in system["sizes"]:
-                lines.append(
-                    f"| {system['label']} | {f['subscribers']:,} | {_fmt(f['notifications_per_s'])} "
-                    f"| {_fmt(f['notifications_per_server_cpu_s'])} | {_fmt(f['p50_ms'], 1)} "
-                    f"| {_fmt(f['p99_ms'], 1)} | {_fmt(f['server_cpu_share'], 2)} "
-                    f"| {_fmt(f['loadgen_cpu_share'], 2)} |"
-                )
         if f"fanout-{kind}.png" in plots:
             lines += ["", f"![{kind} fan-out](fanout-{kind}.png)"]
     reference = results.get("fanout_reference")
@@ -447,6 +493,7 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"bloom): {_fmt(reference['notifications_per_s'])} notifications/s, p50 "
             f"{reference['p50_ms']} ms, p99 {reference['p99_ms']} ms.",
         ]
+    lines += _solana_section(results.get("solana"))
     memory = results.get("memory", {})
     if memory:
         lines += [

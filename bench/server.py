@@ -9,6 +9,10 @@ line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line comm
 ``{"cmd": "mine", "count": K}``
     (devchain mode) ``evm_mine`` K times through the broker's dispatcher; answers the times each call
     started.
+``{"cmd": "solana", "method": M, "params": P, "count": K}``
+    (devchain mode) the Solana method M (``scopecast_advanceSlots`` to produce a slot,
+    ``requestAirdrop`` to land a transfer in a slot of its own) K times through the broker's
+    dispatcher on the ``solana`` network; answers the times each call started.
 ``{"cmd": "settle"}``
     a full garbage collection; answers connection and subscription counts.
 ``{"cmd": "stats"}``
@@ -23,7 +27,8 @@ line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line comm
     (:mod:`bench.peers.tester_logs`).
 
 Modes: ``synthetic`` (the :class:`bench.synthetic.SyntheticChainAdapter`), ``constant`` (every call
-answered with the bytes of ``--reply``), ``devchain`` (the embedded dev chain, as ``make run``).
+answered with the bytes of ``--reply``), ``devchain`` (the embedded dev chain and the Solana
+network beside it, as ``make run``).
 """
 
 from __future__ import annotations
@@ -93,17 +98,22 @@ async def _lines(stream: trio.abc.ReceiveStream) -> Any:
                 yield json.loads(line)
 
 
-async def _mine(broker: Broker, count: int) -> list[float]:
-    network = broker.networks.default
-    context = CallContext(network, "dev", "-")
+async def _calls(
+    broker: Broker, count: int, method: str, params: list[Any], network: str | None = None
+) -> list[float]:
+    """``method`` called ``count`` times through the broker's dispatcher on ``network`` (the
+    default one when None), one after the other; the times each call started."""
+    found = broker.networks.by_name(network) if network else broker.networks.default
+    if found is None:
+        raise RuntimeError(f"no network {network}")
+    context = CallContext(found, "dev", "-")
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
     started = []
     for _ in range(count):
         started.append(time.monotonic())
-        reply = await broker.dispatcher.handle(
-            b'{"jsonrpc":"2.0","id":1,"method":"evm_mine","params":[]}', context
-        )
+        reply = await broker.dispatcher.handle(body, context)
         if reply is None or b'"error"' in reply:
-            raise RuntimeError(f"evm_mine failed: {reply!r}")
+            raise RuntimeError(f"{method} failed: {reply!r}")
     return started
 
 
@@ -180,7 +190,15 @@ async def _control(broker: Broker) -> None:
             assert adapter is not None, "burst needs the synthetic mode"
             emit({"published": await adapter.burst(command["kind"], command["count"])})
         elif name == "mine":
-            emit({"published": await _mine(broker, command["count"])})
+            emit({"published": await _calls(broker, command["count"], "evm_mine", [])})
+        elif name == "solana":
+            emit(
+                {
+                    "published": await _calls(
+                        broker, command["count"], command["method"], command["params"], "solana"
+                    )
+                }
+            )
         elif name == "settle":
             started = time.perf_counter()
             gc.collect()

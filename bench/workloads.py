@@ -10,6 +10,7 @@ from the largest size down, closing connections between sizes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -42,10 +43,11 @@ SESSION_REQUEST = {
 }
 
 
-def invoke(method: str, params: list[Any]) -> list[Any]:
+def invoke(method: str, params: list[Any], scope: str = SCOPE) -> list[Any]:
+    """A script step calling ``method`` inside the session, on ``scope``."""
     return [
         "wallet_invokeMethod",
-        {"scope": SCOPE, "request": {"method": method, "params": params}},
+        {"scope": scope, "request": {"method": method, "params": params}},
     ]
 
 
@@ -107,12 +109,24 @@ class FanoutSystem:
     memory_label: str
     start: Callable[[Settings, str], Child]
     path: str
-    method: str
+    #: The notification's method, or one per kind (Solana's differ: slotNotification, ...).
+    method: str | dict[str, str]
     idle_script: list[list[Any]]
     subscribe: dict[str, list[list[Any]]] | None  # None: subscribed from the start (the peers)
-    unsubscribe: list[list[Any]]
+    unsubscribe: list[list[Any]] | dict[str, list[list[Any]]]
     origin: str | None = None
     supports_logs_filter: bool = True
+    #: What is fanned out, in the order first measured.
+    kinds: tuple[str, ...] = ("heads", "logs")
+    #: How the server publishes ``count`` events of a kind, answering their publish times
+    #: (``trigger(server, kind, count)``); None: the synthetic chain's ``burst``.
+    trigger: Callable[[Child, str, int], list[float]] | None = None
+
+    def notification(self, kind: str) -> str:
+        return self.method if isinstance(self.method, str) else self.method[kind]
+
+    def unsubscribe_script(self, kind: str) -> list[list[Any]]:
+        return self.unsubscribe if isinstance(self.unsubscribe, list) else self.unsubscribe[kind]
 
 
 @contextlib.contextmanager
@@ -396,9 +410,10 @@ def measure_bursts(
 
 
 def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[str], None]) -> Any:
-    """Memory at each size, then fan-out of heads and logs at each size (largest first)."""
+    """Memory at each size, then fan-out of each kind (heads and logs) at each size (largest
+    first)."""
     memory: list[dict[str, Any]] = []
-    fanout: dict[str, list[dict[str, Any]]] = {"heads": [], "logs": []}
+    fanout: dict[str, list[dict[str, Any]]] = {kind: [] for kind in system.kinds}
     server = system.start(settings, system.key)
     loadgens: LoadGenerators | None = None
     try:
@@ -436,7 +451,7 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
                 f"  {system.key}: {size} idle connections, {memory[-1]['kib_per_connection']} KiB each"
             )
         current: str | None = None
-        kinds = ["heads", "logs"]
+        kinds = list(system.kinds)
         for size in sorted(settings.sizes, reverse=True):
             if opened > size:
                 loadgens.close(opened - size)
@@ -445,7 +460,7 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
             for kind in kinds:
                 if system.subscribe is not None and current != kind:
                     if current is not None:
-                        unsubscribed = loadgens.script(system.unsubscribe)
+                        unsubscribed = loadgens.script(system.unsubscribe_script(current))
                         if unsubscribed["failed"]:
                             raise ChildError(f"unsubscribe failed: {unsubscribed['errors']}")
                     subscribed = loadgens.script(system.subscribe[kind])
@@ -462,9 +477,12 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
                         server,
                         loadgens,
                         kind=kind,
-                        method=system.method,
+                        method=system.notification(kind),
                         subscribers=size,
                         settings=settings,
+                        trigger=None
+                        if system.trigger is None
+                        else functools.partial(system.trigger, server, kind),
                     )
                 fanout[kind].append(figures)
                 log(
@@ -481,6 +499,25 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
     for kind in fanout:
         fanout[kind].sort(key=lambda f: f["subscribers"])
     return memory, fanout
+
+
+def run_fanout_systems(
+    systems: list[FanoutSystem],
+    settings: Settings,
+    log: Callable[[str], None],
+    kinds: tuple[str, ...],
+    what: str = "fan-out and idle memory",
+) -> dict[str, Any]:
+    """:func:`run_fanout_system` for each system: ``{"fanout": {kind: {system key: {label,
+    sizes}}}, "memory": {system key: {label, sizes}}}``."""
+    results: dict[str, Any] = {"fanout": {kind: {} for kind in kinds}, "memory": {}}
+    for system in systems:
+        log(f"{what}: {system.label}")
+        memory, fanout = run_fanout_system(system, settings, log)
+        results["memory"][system.key] = {"label": system.memory_label, "sizes": memory}
+        for kind, figures in fanout.items():
+            results["fanout"][kind][system.key] = {"label": system.label, "sizes": figures}
+    return results
 
 
 def memory_profile(

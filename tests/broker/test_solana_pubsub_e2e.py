@@ -1,10 +1,12 @@
 """Solana's PubSub through the broker's chain-family hook, on the default `solana` network: the
 subscriptions Solana defines with integer ids, over `/solana/ws/v3/<KEY>` and inside a session
-beside an `eip155` one on one socket, one-shot `signatureSubscribe`, and resume."""
+beside an `eip155` one on one socket, one-shot `signatureSubscribe`, resume, and README's worked
+example."""
 
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +21,7 @@ from solders.transaction import Transaction
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from tests.broker.test_subscriptions_e2e import mine
 from tests.support.inprocess import Dapp, RunningBroker, dapp
+from tests.test_docs import ROOT, blocks, curl_calls, json_values, matches
 
 SOLANA = "solana"
 EVM = "eip155:1337"
@@ -210,3 +213,25 @@ async def test_the_evm_profile_is_not_served_on_the_solana_network(node: Running
         listed = {m["name"] for m in (await solana_rpc(node, "rpc.discover"))["methods"]}
         assert "slotSubscribe" in listed
         assert not listed & {"eth_subscribe", "eth_newFilter", "eth_getFilterChanges"}
+
+
+async def test_the_readme_subscription_example(node: RunningBroker) -> None:
+    """README's Solana subscription, block by block, on a fresh broker: the request and its reply,
+    the airdrop (the curl), the notification as shown."""
+    readme = [b for b in blocks(ROOT / "README.md") if b.kind in ("json", "sh")]
+    start = next(i for i, b in enumerate(readme) if '"accountSubscribe"' in b.text)
+    request, reply, airdrop, notification = readme[start : start + 4]
+    assert airdrop.kind == "sh"
+    with trio.fail_after(30):
+        async with dapp(node.ws_url(network=SOLANA)) as conn:
+            (sent,) = json_values(request.text)
+            await conn.ws.send_message(json.dumps(sent))
+            answered = json.loads(await conn.ws.get_message())
+            assert [answered] == json_values(reply.text)
+            ((path, body),) = curl_calls(airdrop.text)
+            assert path == "/solana/v3/dev"
+            landed = await node.rpc("requestAirdrop", json.loads(body)["params"], network=SOLANA)
+            assert "result" in landed, landed
+            received = json.loads(await conn.ws.get_message())
+            (shown,) = json_values(notification.text)
+            assert matches(shown, received), received

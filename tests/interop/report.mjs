@@ -1,15 +1,15 @@
 // The contract between an interop script and its pytest test: one JSON report on the last line of
 // stdout, exit status 0 only when every check held. Progress goes to stderr (shown on failure).
 
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 
-const require = createRequire(import.meta.url);
-
-/** Installed versions of the packages a script exercises (read from node_modules). */
+/** Installed versions of the packages a script exercises (read from node_modules: not through
+ * `require`, since packages such as @solana/kit do not export their package.json). */
 export function versions(...packages) {
   const found = { node: process.versions.node };
   for (const name of packages) {
-    found[name] = require(`${name}/package.json`).version;
+    const manifest = new URL(`./node_modules/${name}/package.json`, import.meta.url);
+    found[name] = JSON.parse(readFileSync(manifest, 'utf8')).version;
   }
   return found;
 }

@@ -1,15 +1,20 @@
 """MetaMask's @metamask/multichain-api-client drives a CAIP-25 session on scopecast over a WebSocket
-transport (``ws_transport.mjs``); the script's checks are in ``multichain_client.mjs``."""
+transport (``ws_transport.mjs``); the script's checks are in ``multichain_client.mjs`` and, for a
+session spanning eip155 and Solana, ``multichain_solana.mjs``."""
 
 from __future__ import annotations
 
 import trio
+from solders.pubkey import Pubkey
+from solders.signature import Signature
 
+from adapters.solana import dev_chain_id
 from tests.interop.nodejs import run_node_script
 from tests.support.inprocess import RunningBroker
 
 ORIGIN = "https://interop.example"
 SCOPE = "eip155:1337"
+SOLANA = dev_chain_id()
 
 
 async def test_session_lifecycle_with_the_metamask_client(node: RunningBroker) -> None:
@@ -45,3 +50,33 @@ async def test_session_lifecycle_with_the_metamask_client(node: RunningBroker) -
         listed = await node.admin("admin_listSessions", {})
     assert "error" not in listed, listed
     assert [s for s in listed["result"] if s["origin"] == ORIGIN and s["sessionScopes"]] == []
+
+
+async def test_a_session_with_eip155_and_solana_scopes(node: RunningBroker) -> None:
+    """One session, two chains (``multichain_solana.mjs``): Solana accounts in base58,
+    ``signMessage`` verified with ed25519, and newHeads and an ``accountNotification`` through
+    ``wallet_notify`` on the one socket."""
+    with trio.fail_after(30):
+        run = await run_node_script(
+            "multichain_solana.mjs",
+            {
+                "ws": node.ws_url(),
+                "evmHttp": node.http_url(),
+                "solanaHttp": node.http_url(network="solana"),
+                "solana": SOLANA,
+                "origin": ORIGIN,
+            },
+        )
+    assert run.ok, run.explain()
+    report = run.report
+    assert report is not None
+    observed = report["observed"]
+    assert set(observed["createSession"]["sessionScopes"]) == {SCOPE, SOLANA}
+    signed = observed["signMessage"]["result"]["result"]
+    signer = observed["createSession"]["sessionScopes"][SOLANA]["accounts"][0].rsplit(":", 1)[1]
+    assert Signature.from_string(signed["signature"]).verify(
+        Pubkey.from_string(signer), b"scopecast: one session, two chains"
+    )
+    notification = observed["accountNotification"]
+    assert notification["scope"] == SOLANA
+    assert notification["notification"]["method"] == "accountNotification"

@@ -1,10 +1,11 @@
-"""solana-py (PyPI ``solana``) against scopecast's Solana network over HTTP: balances of the dev
-accounts, a transfer built and signed with ``solders``, its confirmation, and the reads a wallet
-makes after it. solana-py decodes every answer with solders' strict response types, so each shape
-is checked as Solana's own client reads it.
+"""solana-py (PyPI ``solana``) against scopecast's Solana network over HTTP and WebSocket: balances
+of the dev accounts, a transfer built and signed with ``solders``, its confirmation, the reads a
+wallet makes after it, and account and signature subscriptions. solana-py decodes every answer with
+solders' strict response types, so each shape is checked as Solana's own client reads it.
 
-solana-py 0.41 is asyncio-only: its ``AsyncClient`` runs on an asyncio loop of its own in a worker
-thread, while the broker runs in the test's trio loop.
+solana-py 0.41 is asyncio-only (``SolanaWsClient`` is built on ``websockets``' asyncio client; 0.41
+has no module-level ``connect``): its clients run on an asyncio loop of their own in a
+worker thread, while the broker runs in the test's trio loop.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from solana.exceptions import SolanaRpcException
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.commitment import Confirmed, Finalized
 from solana.rpc.core import RPCException
+from solana.rpc.websocket_api import SolanaWsClient
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
-from solders.rpc.responses import RpcSimulateTransactionResult
+from solders.rpc.responses import (
+    AccountNotification,
+    RpcSimulateTransactionResult,
+    SignatureNotification,
+)
 from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
@@ -176,3 +182,56 @@ async def test_an_unknown_method_is_an_rpc_error_not_a_crash() -> None:
     error, slot = await on_solana(scenario)
     assert isinstance(error, SolanaRpcException | RPCException)
     assert slot == 0  # the runtime answers on
+
+
+async def test_account_and_signature_subscriptions_over_websocket() -> None:
+    """solana-py's ``SolanaWsClient`` (websockets, asyncio) on ``/solana/ws/v3/dev``: an account
+    and a signature subscription see one transfer, each notification decoded by solders."""
+    receiver = Keypair().pubkey()
+
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0") as node:
+
+            async def run() -> dict[str, Any]:
+                seen: dict[str, Any] = {}
+                async with (
+                    AsyncClient(node.http_url(network="solana")) as client,
+                    SolanaWsClient(node.ws_url(network="solana"), request_timeout=10) as ws,
+                ):
+                    account = await ws.account_subscribe(
+                        pubkey=receiver, commitment=Confirmed, encoding="base64"
+                    )
+                    tx = await transfer_tx(client, ALICE, receiver, 2 * SOL)
+                    signature = await ws.signature_subscribe(
+                        signature=tx.signatures[0], commitment=Finalized
+                    )
+                    seen["ids"] = (account.subscription_id, signature.subscription_id)
+                    seen["sent"] = (await client.send_transaction(tx)).value
+                    while len(seen) < 4:
+                        notification = await asyncio.wait_for(ws.recv(), 10)
+                        seen.setdefault(type(notification).__name__, notification)
+                    await ws.unsubscribe(account)
+                    # signatureSubscribe ends with its one notification: the handle is gone
+                    try:
+                        await ws.unsubscribe(signature)
+                    except ValueError as exc:
+                        seen["signature_ended"] = str(exc)
+                return seen
+
+            seen = await trio.to_thread.run_sync(asyncio.run, run())
+
+    account_id, signature_id = seen["ids"]
+    assert isinstance(account_id, int)
+    assert isinstance(signature_id, int)
+    assert account_id != signature_id
+    written: AccountNotification = seen["AccountNotification"]
+    assert written.subscription == account_id
+    assert written.result.value.lamports == 2 * SOL
+    assert written.result.value.owner == SYSTEM_PROGRAM
+    assert written.result.value.data == b""
+    assert written.result.context.slot >= 1
+    landed: SignatureNotification = seen["SignatureNotification"]
+    assert landed.subscription == signature_id
+    assert landed.result.value.err is None
+    assert landed.result.context.slot == written.result.context.slot
+    assert seen["signature_ended"] == "Subscription handle is no longer active"
