@@ -18,6 +18,14 @@ from broker.errors import InvalidParams, Unauthenticated
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
+from schemas.admin import (
+    ApproveParams,
+    DappParams,
+    RejectParams,
+    RevokeSessionParams,
+    UpdateSessionParams,
+    decode_params,
+)
 
 if TYPE_CHECKING:
     from broker.app import Broker
@@ -28,22 +36,8 @@ WRONG_TOKEN = "missing or wrong admin token"
 DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
 
 
-def _object(params: msgspec.Raw) -> dict[str, Any]:
-    value = msgspec.json.decode(params)
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
-        value = value[0]  # accept [ {...} ] as well as {...}
-    if value == []:
-        value = {}
-    if not isinstance(value, dict):
-        raise InvalidParams("params must be an object")
-    return value
-
-
-def _identity(args: dict[str, Any]) -> Identity:
-    api_key, origin = args.get("apiKey"), args.get("origin", "-")
-    if not isinstance(api_key, str) or not isinstance(origin, str):
-        raise InvalidParams("apiKey and origin must be strings")
-    return Identity.of(api_key, origin)
+def _identity(params: DappParams) -> Identity:
+    return Identity.of(params.apiKey, params.origin)
 
 
 def describe_session(session: Session) -> dict[str, Any]:
@@ -125,10 +119,8 @@ class AdminApi:
         return [describe_session(s) for s in sessions if not is_expired(s, now)]
 
     async def _updateSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        args = _object(params)
-        if "sessionScopes" not in args:
-            raise InvalidParams("missing sessionScopes")
-        session = await self._sessions.update(_identity(args), args["sessionScopes"])
+        update = decode_params(params, UpdateSessionParams)
+        session = await self._sessions.update(_identity(update), update.sessionScopes)
         if session is None:
             return {"sessionScopes": {}}
         return {
@@ -136,31 +128,23 @@ class AdminApi:
         }
 
     async def _revokeSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        args = _object(params)
-        scopes = args.get("scopes")
-        if scopes is not None and (
-            not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes)
-        ):
-            raise InvalidParams("scopes must be an array of strings")
-        return await self._sessions.revoke(_identity(args), scopes)
+        revoke = decode_params(params, RevokeSessionParams)
+        return await self._sessions.revoke(_identity(revoke), revoke.scopes)
 
     async def _listApprovals(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return [p.describe() for p in self._sessions.policy.pending()]
 
     async def _approve(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        args = _object(params)
-        accounts, scopes = args.get("accounts"), args.get("sessionScopes")
-        if accounts is not None and not isinstance(accounts, list):
-            raise InvalidParams("accounts must be an array")
+        answer = decode_params(params, ApproveParams)
         # Validated like a request's scopes; the approval narrows to them, never widens.
+        scopes = answer.sessionScopes
         narrowed = parse_scopes(scopes, field="sessionScopes") if scopes is not None else None
-        approval_id = str(args.get("id"))
-        if not self._sessions.policy.approve(approval_id, accounts=accounts, scopes=narrowed):
-            raise _not_waiting(approval_id)
+        if not self._sessions.policy.approve(answer.id, accounts=answer.accounts, scopes=narrowed):
+            raise _not_waiting(answer.id)
         return True
 
     async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        approval_id = str(_object(params).get("id"))
+        approval_id = decode_params(params, RejectParams).id
         if not self._sessions.policy.reject(approval_id):
             raise _not_waiting(approval_id)
         return True
