@@ -1,0 +1,122 @@
+"""Notification frames: built once per event and form (direct, or per session scope), split around
+the subscription id, so that a subscriber costs one concatenation (and its cursor, when the
+connection can resume)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from broker import frames
+from broker.subscriptions._model import EVM_NOTIFICATION, Subscriber, Subscription
+
+_RESULT: Final = b',"result":'
+
+
+@dataclass(frozen=True, slots=True)
+class _Framing:
+    """A notification frame split around the subscription id: ``pre + id + post``, or, with a
+    cursor, ``pre_body + id + mid + cursor + _CURSOR_END`` under a header of its own."""
+
+    pre: bytes
+    post: bytes
+    pre_body: bytes
+    mid: bytes
+
+
+_CURSOR_END: Final = b'"}}'
+
+
+def _framing(prefix: bytes, payload: bytes, suffix: bytes, id_length: int) -> _Framing:
+    body_length = len(prefix) + id_length + len(_RESULT) + len(payload) + len(suffix)
+    # The cursor goes in the outermost params: before the suffix's last "}}".
+    mid = _RESULT + payload + suffix[:-2] + b',"cursor":"'
+    return _Framing(
+        frames.frame_header(frames.OP_TEXT, body_length) + prefix,
+        _RESULT + payload + suffix,
+        prefix,
+        mid,
+    )
+
+
+def _direct_prefix(notification: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"' + notification + b'","params":{"subscription":'
+
+
+def _session_prefix(scope: str, notification: bytes = EVM_NOTIFICATION) -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","method":"wallet_notify","params":{"scope":"'
+        + scope.encode()
+        + b'","notification":{"method":"'
+        + notification
+        + b'","params":{"subscription":'
+    )
+
+
+_DIRECT_PREFIX: Final = _direct_prefix(EVM_NOTIFICATION)
+
+
+_ID_LENGTH: Final = 36  # "0x" + 32 hex digits, quoted
+
+
+def notification_frames(
+    subs: Iterable[Subscription], payload: bytes, notification: bytes = EVM_NOTIFICATION
+) -> Iterator[tuple[Subscriber, bytes]]:
+    """Each subscription's notification frame for ``payload``: one concatenation each (the
+    frames are split around the id once per form: direct or per session scope, and per id length
+    for a family's integer ids)."""
+    direct: _Framing | None = None
+    sessions: dict[str, _Framing] = {}
+    others: dict[tuple[str | None, int], _Framing] = {}
+    cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
+    evm = notification == EVM_NOTIFICATION
+    for sub in list(subs):
+        scope = sub.scope
+        if not evm:
+            length = len(sub.id_json)
+            framing_found = others.get((scope, length))
+            if framing_found is None:
+                prefix = (
+                    _direct_prefix(notification)
+                    if scope is None
+                    else _session_prefix(scope, notification)
+                )
+                framing_found = others[(scope, length)] = _framing(
+                    prefix, payload, b"}}" if scope is None else b"}}}}", length
+                )
+            framing = framing_found
+        elif scope is None:
+            if direct is None:
+                direct = _framing(_DIRECT_PREFIX, payload, b"}}", _ID_LENGTH)
+            framing = direct
+        else:
+            found = sessions.get(scope)
+            if found is None:
+                found = sessions[scope] = _framing(
+                    _session_prefix(scope), payload, b"}}}}", _ID_LENGTH
+                )
+            framing = found
+        state = sub.resume
+        if state is None:
+            yield sub.conn, framing.pre + sub.id_json + framing.post
+            continue
+        # With a cursor: the parts every subscriber shares are built once per event.
+        positions = state.positions()
+        key = (id(framing), positions, len(sub.id_json) + len(state.prefix))
+        shared = cursored.get(key)
+        if shared is None:
+            length = (
+                len(framing.pre_body)
+                + len(framing.mid)
+                + len(positions)
+                + len(_CURSOR_END)
+                + key[2]
+            )
+            shared = cursored[key] = (
+                frames.frame_header(frames.OP_TEXT, length) + framing.pre_body,
+                framing.mid,
+                positions + _CURSOR_END,
+            )
+        head, mid, tail = shared
+        yield sub.conn, b"".join((head, sub.id_json, mid, state.prefix, tail))

@@ -1,0 +1,85 @@
+"""A subscription and the connection it belongs to (every family's)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from adapters.base import EventMatcher
+from adapters.evm.log_filter import LogCriteria
+from broker.cursors import ResumeState
+
+MAX_PER_CONNECTION: Final = 1024
+EVM_NOTIFICATION: Final = b"eth_subscription"
+
+
+class Subscriber(Protocol):
+    """The connection side of a subscription (a WebSocket connection)."""
+
+    @property
+    def state(self) -> dict[str, object]: ...
+
+    def send_frame(self, frame: bytes) -> bool: ...
+
+
+class Subscription:
+    """One subscription of one connection; ``params`` is its ``eth_subscribe`` params as JSON
+    (to take it over on a resumed connection), ``resume`` the connection's cursor source."""
+
+    __slots__ = (
+        "chain",
+        "conn",
+        "criteria",
+        "id",
+        "id_json",
+        "kind",
+        "matcher",
+        "method",
+        "notification",
+        "params",
+        "resume",
+        "scope",
+    )
+
+    def __init__(
+        self,
+        conn: Subscriber,
+        chain: str,
+        kind: str,
+        criteria: LogCriteria | None,
+        scope: str | None,
+        *,
+        params: bytes = b"[]",
+        sub_id: str | None = None,
+        matcher: EventMatcher | None = None,
+        method: str | None = None,
+    ) -> None:
+        self.id = sub_id or "0x" + secrets.token_hex(16)
+        #: A family's subscription (``method`` its subscribe method) has an integer id.
+        self.matcher = matcher
+        self.method = method
+        self.id_json = self.id.encode() if matcher is not None else b'"' + self.id.encode() + b'"'
+        self.notification = (
+            matcher.notification.encode() if matcher is not None else EVM_NOTIFICATION
+        )
+        self.conn = conn
+        self.chain = chain
+        self.kind = kind
+        self.criteria = criteria
+        self.scope = scope
+        self.params = params
+        self.resume: ResumeState | None = None
+
+
+def connection_subs(conn: Subscriber) -> dict[str, Subscription]:
+    subs = conn.state.get("subscriptions")
+    if subs is None:
+        subs = conn.state["subscriptions"] = {}
+    assert isinstance(subs, dict)
+    return subs
+
+
+def encode_params(params: Any) -> bytes:
+    return msgspec.json.encode(params)
