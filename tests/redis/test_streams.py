@@ -98,6 +98,34 @@ async def test_the_stream_is_trimmed_to_about_maxlen(client: RedisClient, prefix
         assert await client.xlen(bus.keys(CHAIN).events) <= 110
 
 
+async def test_a_range_read_back_for_a_resume_says_when_it_cannot_be_whole(
+    client: RedisClient, prefix: str
+) -> None:
+    bus = RedisEventBus(client, prefix=prefix, maxlen=10)
+    events = chain_events(CHAIN, 150)
+    key = bus.keys(CHAIN).events
+    with trio.fail_after(10):
+        for event in events:
+            await bus.append(event)
+        entries = await client.xrange(key)
+        ids = [entry.identifier.decode() for entry in entries]  # the ~10-110 entries kept
+        # Inside what the stream keeps: every entry after the position, in order, once.
+        found = await bus.read_range(CHAIN, ids[0], ids[-1])
+        assert found is not None
+        assert [position for position, _ in found] == ids[1:]
+        assert [event for _, event in found] == events[-len(ids) + 1 :]
+        assert await bus.read_range(CHAIN, ids[-1], ids[-1]) == []
+        # A position the stream no longer holds (trimmed), an unknown or a malformed one: None.
+        trimmed = f"{int(ids[0].split('-')[0]) - 1}-0"
+        assert await bus.read_range(CHAIN, trimmed, ids[-1]) is None
+        assert await bus.read_range(CHAIN, "0-0", ids[-1]) is None  # the stream began earlier
+        assert await bus.read_range(CHAIN, "not-a-position", ids[-1]) is None
+        # Older than the resume window: None, though Redis still holds the entries.
+        bus.window = 0.0
+        await trio.sleep(0.01)
+        assert await bus.read_range(CHAIN, ids[0], ids[-1]) is None
+
+
 async def test_an_append_that_repeats_the_last_one_is_refused(
     client: RedisClient, prefix: str
 ) -> None:
