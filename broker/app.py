@@ -110,6 +110,12 @@ def _query_value(target: bytes, name: bytes) -> str | None:
     return None
 
 
+def _json_rpc_content(request: HttpRequest) -> bool:
+    """Whether the request's ``Content-Type`` is one geth accepts for a JSON-RPC body."""
+    content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
+    return content_type in JSON_RPC_CONTENT_TYPES
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only binds loopback addresses."""
     if host == "localhost":
@@ -387,6 +393,7 @@ class Broker:
                 self.http_deadlines,
                 body_limit=self.limits.http_body,
                 body_timeout=self.limits.http_body_timeout,
+                respond_now=self.respond_now if respond is None else None,
             )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
@@ -409,6 +416,25 @@ class Broker:
 
     def authenticate(self, key: str | None) -> bool:
         return key is not None and key in self.api_keys
+
+    def respond_now(self, request: HttpRequest) -> bytes | None:
+        """The body of a 200 JSON answer to ``request`` when it can be given without waiting: a
+        JSON-RPC POST, with a key that has no access rules, of one call whose answer the response
+        cache holds. None for every other request, which :meth:`respond` answers."""
+        if request.method != b"POST":
+            return None
+        target = route(request.target)
+        if (
+            target is None
+            or target.endpoint is not Endpoint.RPC
+            or not self.authenticate(target.api_key)
+            or (self.access is not None and self.access.governs(target.api_key or ""))
+        ):
+            return None
+        network = self.networks.by_name(target.network)
+        if network is None or not _json_rpc_content(request):
+            return None
+        return self.dispatcher.answer_now(request.body, network)
 
     async def respond(self, request: HttpRequest) -> HttpResponse | Upgrade:
         """Answer one HTTP request (or accept its WebSocket upgrade)."""
@@ -460,8 +486,7 @@ class Broker:
                 f"method not allowed: {hint}".encode(),
                 [(b"allow", b"POST, OPTIONS")],
             )
-        content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
-        if content_type not in JSON_RPC_CONTENT_TYPES:
+        if not _json_rpc_content(request):
             return HttpResponse(415, b"invalid content type, only application/json is supported")
         reply = await self.dispatcher.handle(request.body, context)
         if isinstance(context.access, KeyAccess):  # 429 when the key's rate refused every call

@@ -57,6 +57,8 @@ class Takeover:
 
 
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
+FastResponder = Callable[[HttpRequest], bytes | None]
+"""The body of a 200 JSON answer when it can be given without waiting; None: ask the responder."""
 
 
 def json_error(status: int, error: RpcError) -> HttpResponse:
@@ -146,6 +148,7 @@ async def handle_http(
     *,
     body_limit: int,
     body_timeout: float,
+    respond_now: FastResponder | None = None,
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -153,6 +156,7 @@ async def handle_http(
     A connection waiting for a request head longer than ``IDLE_TIMEOUT`` is closed; one whose
     request body has not arrived in full ``body_timeout`` after its head gets 408 and is closed
     (a client trickling its body must not hold the connection). ``deadlines`` enforces both.
+    ``respond_now``, when given, is tried first for each plain request.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -193,9 +197,13 @@ async def handle_http(
                     await _write(sock, fd, conn.send_response(outcome))
                     return None
                 return Takeover(outcome, event.trailing)
-            outcome = await respond(request)
-            assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
-            await _write(sock, fd, conn.send_response(outcome))
+            body = None if respond_now is None else respond_now(request)
+            if body is not None:
+                await _write(sock, fd, conn.send_json(body))
+            else:
+                outcome = await respond(request)
+                assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
+                await _write(sock, fd, conn.send_response(outcome))
             in_body = False
             watch.deadline = trio.current_time() + IDLE_TIMEOUT
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):

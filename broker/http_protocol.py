@@ -121,6 +121,11 @@ _STATUS_LINES: Final = {
 }
 
 
+_JSON_200: Final = (
+    _STATUS_LINES[200] + b"content-type: application/json\r\n" + _CORS_BLOCK + b"content-length: "
+)
+
+
 def refusal(status: int, message: str) -> Refused:
     return Refused(HttpResponse(status, message.encode(), [(b"content-type", b"text/plain")]))
 
@@ -278,6 +283,17 @@ class HttpServerConnection:
         if not keep_alive:
             self._closing = True
         return serialize(response, keep_alive=keep_alive)
+
+    def send_json(self, body: bytes) -> bytes:
+        """The bytes of a 200 answer carrying the JSON ``body``: :meth:`send_response` for the
+        most common answer, from bytes built once."""
+        keep_alive = False
+        if self._ready:
+            _, keep_alive = self._ready.pop(0)
+        if not keep_alive:
+            self._closing = True
+            return b"".join((_JSON_200, b"%d" % len(body), b"\r\nconnection: close\r\n\r\n", body))
+        return b"".join((_JSON_200, b"%d" % len(body), b"\r\n\r\n", body))
 
     def data_to_send(self) -> bytes:
         """Bytes the machine wants written without a response (``100 Continue``)."""
