@@ -57,8 +57,9 @@ class Takeover:
 
 
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
-FastResponder = Callable[[HttpRequest], bytes | None]
-"""The body of a 200 JSON answer when it can be given without waiting; None: ask the responder."""
+FastResponder = Callable[[HttpRequest], bytes | Awaitable[HttpResponse | Upgrade | bytes]]
+"""For a plain request (not an upgrade): the answer given at once, or what to await for it; bytes
+are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_json` builds)."""
 
 
 def json_error(status: int, error: RpcError) -> HttpResponse:
@@ -156,7 +157,7 @@ async def handle_http(
     A connection waiting for a request head longer than ``IDLE_TIMEOUT`` is closed; one whose
     request body has not arrived in full ``body_timeout`` after its head gets 408 and is closed
     (a client trickling its body must not hold the connection). ``deadlines`` enforces both.
-    ``respond_now``, when given, is tried first for each plain request.
+    ``respond_now``, when given, answers plain requests instead of ``respond``.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -197,13 +198,16 @@ async def handle_http(
                     await _write(sock, fd, conn.send_response(outcome))
                     return None
                 return Takeover(outcome, event.trailing)
-            body = None if respond_now is None else respond_now(request)
-            if body is not None:
-                await _write(sock, fd, conn.send_json(body))
+            if respond_now is None:
+                answer: HttpResponse | Upgrade | bytes = await respond(request)
             else:
-                outcome = await respond(request)
-                assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
-                await _write(sock, fd, conn.send_response(outcome))
+                now = respond_now(request)
+                answer = now if isinstance(now, bytes) else await now
+            if isinstance(answer, bytes):
+                await _write(sock, fd, conn.send_json(answer))
+            else:
+                assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
+                await _write(sock, fd, conn.send_response(answer))
             in_body = False
             watch.deadline = trio.current_time() + IDLE_TIMEOUT
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
