@@ -116,7 +116,9 @@ def decode_message(data: bytes) -> Message:
     A batch over ``MAX_BATCH`` decodes to a batch of one :class:`BadCall` carrying the id of its
     first call, so that it is answered as geth answers it: a one-element array.
     """
-    start = data.lstrip()[:1]
+    start = data[:1]
+    if start != b"{":  # not the usual single object straight away: look past any whitespace
+        start = data.lstrip()[:1]
     if start == b"[":
         try:
             elements = _batch_decoder.decode(data)
@@ -142,10 +144,12 @@ def encode(value: Any) -> bytes:
 
 def result_bytes(raw_id: bytes, result: Any) -> bytes:
     """A success reply."""
-    return encoded_result_bytes(raw_id, _encoder.encode(result))
+    return encoded_result_bytes(
+        raw_id, result if isinstance(result, Raw) else _encoder.encode(result)
+    )
 
 
-def encoded_result_bytes(raw_id: bytes, result: bytes) -> bytes:
+def encoded_result_bytes(raw_id: bytes, result: bytes | Raw) -> bytes:
     """A success reply whose result is already encoded JSON."""
     return b"".join((_RESULT_HEAD, raw_id, _RESULT_MIDDLE, result, b"}"))
 
