@@ -122,17 +122,15 @@ class HeadEpochs:
             self._epochs[chain] = CacheEpoch(last.head, last.head_id, last.reorgs + 1)
 
 
+@dataclass(slots=True)
 class Recent:
     """What a request body seen before came to: its store key, its id, and the reply built from
     the stored answer it was given (valid while the store gives the same answer object)."""
 
-    __slots__ = ("answer", "key", "raw_id", "reply")
-
-    def __init__(self, key: Key, raw_id: bytes, answer: bytes, reply: bytes) -> None:
-        self.key = key
-        self.raw_id = raw_id
-        self.answer = answer
-        self.reply = reply
+    key: Key
+    raw_id: bytes
+    answer: bytes
+    reply: bytes
 
 
 class RecentBodies:
