@@ -161,6 +161,9 @@ class Dispatcher:
 
     async def handle(self, data: bytes, ctx: CallContext) -> bytes | None:
         """The reply to one frame or body; None when nothing is to be sent (notifications only)."""
+        call = decode_call(data) if ctx.access is None else None
+        if call is not None:  # the usual single call, with no key's limit to count it against
+            return await self._reply(call, ctx)
         try:
             message = decode_message(data)
         except RpcError as exc:

@@ -89,7 +89,13 @@ async def _read(sock: trio.socket.SocketType, fd: int) -> bytes:
 
 
 async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    try:
+        written = os.write(fd, data)  # most often all of it, at once
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         try:
             written = os.write(fd, view)
