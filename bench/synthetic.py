@@ -110,6 +110,9 @@ class SyntheticChainAdapter(ChainAdapter):
             await reply.send(published)
 
 
+_CONSTANT_METHODS: Final = frozenset({"eth_getBlockByNumber", "eth_chainId"})
+
+
 class ConstantChainAdapter(ChainAdapter):
     """Answers every method it serves with one pre-encoded reply."""
 
@@ -128,7 +131,7 @@ class ConstantChainAdapter(ChainAdapter):
         return [self.chain]
 
     def methods(self, chain: str) -> frozenset[str]:
-        return frozenset({"eth_getBlockByNumber", "eth_chainId"})
+        return _CONSTANT_METHODS
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         return self._raw

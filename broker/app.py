@@ -42,7 +42,7 @@ from broker.ingest import ChainIngestion
 from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
-from broker.networks import Networks
+from broker.networks import Network, Networks
 from broker.response_cache import ResponseStore
 from broker.resume import MemoryResumeStore, ResumeKeeper
 from broker.resume._keeper import resumed_message
@@ -108,6 +108,12 @@ def _query_value(target: bytes, name: bytes) -> str | None:
         if key == name:
             return unquote(value.decode("latin-1"))
     return None
+
+
+def _json_rpc_content(request: HttpRequest) -> bool:
+    """Whether the request's ``Content-Type`` is one geth accepts for a JSON-RPC body."""
+    content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
+    return content_type in JSON_RPC_CONTENT_TYPES
 
 
 def is_loopback(host: str) -> bool:
@@ -387,6 +393,7 @@ class Broker:
                 self.http_deadlines,
                 body_limit=self.limits.http_body,
                 body_timeout=self.limits.http_body_timeout,
+                respond_now=None if respond is not None else self.respond_now,
             )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
@@ -409,6 +416,45 @@ class Broker:
 
     def authenticate(self, key: str | None) -> bool:
         return key is not None and key in self.api_keys
+
+    def respond_now(
+        self, request: HttpRequest
+    ) -> bytes | Awaitable[HttpResponse | Upgrade | bytes]:
+        """Answer a plain HTTP request (not an upgrade): a JSON-RPC POST with a key that has no
+        access rules gets the body of its 200 answer, at once when the response cache holds it
+        (bytes), else from the dispatcher (awaited); every other request gets :meth:`respond`."""
+        rpc = self._plain_rpc(request)
+        if rpc is None:
+            return self.respond(request)
+        network, api_key = rpc
+        return self.dispatcher.answer_now(request.body, network) or self._call(
+            request, network, api_key
+        )
+
+    def _plain_rpc(self, request: HttpRequest) -> tuple[Network, str] | None:
+        """The network and key of a well-formed JSON-RPC POST whose key has no access rules."""
+        if request.method != b"POST":
+            return None
+        target = route(request.target)
+        if target is None or target.endpoint is not Endpoint.RPC:
+            return None
+        api_key = target.api_key
+        if (
+            api_key is None
+            or api_key not in self.api_keys
+            or (self.access is not None and self.access.governs(api_key))
+        ):
+            return None
+        network = self.networks.by_name(target.network)
+        if network is None or not _json_rpc_content(request):
+            return None
+        return network, api_key
+
+    async def _call(self, request: HttpRequest, network: Network, api_key: str) -> bytes:
+        origin = (request.header(b"origin") or b"-").decode("latin-1")
+        return (
+            await self.dispatcher.handle(request.body, CallContext(network, api_key, origin)) or b""
+        )
 
     async def respond(self, request: HttpRequest) -> HttpResponse | Upgrade:
         """Answer one HTTP request (or accept its WebSocket upgrade)."""
@@ -460,8 +506,7 @@ class Broker:
                 f"method not allowed: {hint}".encode(),
                 [(b"allow", b"POST, OPTIONS")],
             )
-        content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
-        if content_type not in JSON_RPC_CONTENT_TYPES:
+        if not _json_rpc_content(request):
             return HttpResponse(415, b"invalid content type, only application/json is supported")
         reply = await self.dispatcher.handle(request.body, context)
         if isinstance(context.access, KeyAccess):  # 429 when the key's rate refused every call

@@ -27,6 +27,15 @@ class CachedChainCalls:
     def _epoch(self, adapter: ChainAdapter, chain: str) -> CacheEpoch | None:
         return adapter.cache_epoch(chain) or self.epochs.epoch(chain)
 
+    def epoch_now(self, adapter: ChainAdapter, chain: str) -> CacheEpoch | None:
+        """The epoch answers on ``chain`` are looked up in; None when nothing is cached there."""
+        return None if self.store is None else self._epoch(adapter, chain)
+
+    def answer_now(self, key: Key, epoch: CacheEpoch) -> bytes | None:
+        """The stored answer under ``key`` if one is true in ``epoch`` (:meth:`epoch_now`), counted
+        as a hit; None otherwise, counted as nothing: the call then goes through :meth:`call`."""
+        return None if self.store is None else self.store.get(key, epoch, count_miss=False)
+
     async def call(self, adapter: ChainAdapter, chain: str, method: str, params: Raw) -> Any:
         store = self.store
         epoch = self._epoch(adapter, chain) if store is not None else None

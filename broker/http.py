@@ -57,6 +57,9 @@ class Takeover:
 
 
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
+FastResponder = Callable[[HttpRequest], bytes | Awaitable[HttpResponse | Upgrade | bytes]]
+"""For a plain request (not an upgrade): the answer given at once, or what to await for it; bytes
+are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_json` builds)."""
 
 
 def json_error(status: int, error: RpcError) -> HttpResponse:
@@ -73,16 +76,26 @@ def is_websocket_upgrade(request: HttpRequest) -> bool:
 
 
 async def _read(sock: trio.socket.SocketType, fd: int) -> bytes:
+    # Other connections first: by the time this one's turn comes again, its next request has
+    # most often arrived, and reading it at once costs less than waiting for it through epoll.
+    await trio.lowlevel.checkpoint()
     while True:
-        await trio.lowlevel.wait_readable(sock)
+        if sock.fileno() < 0:  # closed meanwhile (its deadline passed): the fd may be reused
+            raise trio.ClosedResourceError
         try:
             return os.read(fd, 65536)
         except BlockingIOError:
-            continue
+            await trio.lowlevel.wait_readable(sock)
 
 
 async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    try:
+        written = os.write(fd, data)  # most often all of it, at once
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         try:
             written = os.write(fd, view)
@@ -146,6 +159,7 @@ async def handle_http(
     *,
     body_limit: int,
     body_timeout: float,
+    respond_now: FastResponder | None = None,
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -153,6 +167,7 @@ async def handle_http(
     A connection waiting for a request head longer than ``IDLE_TIMEOUT`` is closed; one whose
     request body has not arrived in full ``body_timeout`` after its head gets 408 and is closed
     (a client trickling its body must not hold the connection). ``deadlines`` enforces both.
+    ``respond_now``, when given, answers plain requests instead of ``respond``.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -193,9 +208,16 @@ async def handle_http(
                     await _write(sock, fd, conn.send_response(outcome))
                     return None
                 return Takeover(outcome, event.trailing)
-            outcome = await respond(request)
-            assert isinstance(outcome, HttpResponse), "upgrade only for upgrade requests"
-            await _write(sock, fd, conn.send_response(outcome))
+            if respond_now is None:
+                answer: HttpResponse | Upgrade | bytes = await respond(request)
+            else:
+                now = respond_now(request)
+                answer = now if isinstance(now, bytes) else await now
+            if isinstance(answer, bytes):
+                await _write(sock, fd, conn.send_json(answer))
+            else:
+                assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
+                await _write(sock, fd, conn.send_response(answer))
             in_body = False
             watch.deadline = trio.current_time() + IDLE_TIMEOUT
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):

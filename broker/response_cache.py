@@ -52,18 +52,19 @@ class ResponseStore:
         self.misses = 0
         self.evictions = 0
 
-    def get(self, key: Key, epoch: CacheEpoch) -> bytes | None:
-        """The answer stored under ``key`` if it is still true in ``epoch``."""
+    def get(self, key: Key, epoch: CacheEpoch, *, count_miss: bool = True) -> bytes | None:
+        """The answer stored under ``key`` if it is still true in ``epoch``. A hit is counted; a
+        miss too, unless ``count_miss`` is false (a lookup that the caller will make again)."""
         entry = self._entries.get(key)
         if entry is None:
-            self.misses += 1
+            self.misses += count_miss
             return None
         if entry.lifetime is not Lifetime.FOREVER and (
             entry.reorgs != epoch.reorgs
             or (entry.lifetime is Lifetime.UNTIL_HEAD and entry.head_id != epoch.head_id)
         ):
             self._drop(key, entry)
-            self.misses += 1
+            self.misses += count_miss
             return None
         self._entries.move_to_end(key)
         self.hits += 1
@@ -119,3 +120,44 @@ class HeadEpochs:
         last = self._epochs.get(chain)
         if last is not None:
             self._epochs[chain] = CacheEpoch(last.head, last.head_id, last.reorgs + 1)
+
+
+@dataclass(slots=True)
+class Recent:
+    """What a request body seen before came to: its store key, its id, and the reply built from
+    the stored answer it was given (valid while the store gives the same answer object)."""
+
+    key: Key
+    raw_id: bytes
+    answer: bytes
+    reply: bytes
+
+
+class RecentBodies:
+    """Request bodies answered from the cache lately, so that the same body sent again (a client
+    polling ``eth_blockNumber``) is neither decoded nor its reply built again. Bounded in bytes:
+    full, it starts over (what is here is rebuilt from the store in a few microseconds)."""
+
+    def __init__(self, max_bytes: int = 4 * 1024 * 1024, max_body: int = 1024) -> None:
+        self.max_bytes = max_bytes
+        self.max_body = max_body
+        self._bodies: dict[bytes, Recent] = {}
+        self._bytes = 0
+
+    def get(self, body: bytes) -> Recent | None:
+        return self._bodies.get(body)
+
+    def keep(self, body: bytes, recent: Recent) -> None:
+        if len(body) > self.max_body:
+            return
+        size = len(body) + len(recent.reply) + _ENTRY_OVERHEAD
+        if self._bytes + size > self.max_bytes:
+            self._bodies.clear()
+            self._bytes = 0
+            if size > self.max_bytes:
+                return
+        old = self._bodies.get(body)
+        if old is not None:
+            self._bytes -= len(body) + len(old.reply) + _ENTRY_OVERHEAD
+        self._bodies[body] = recent
+        self._bytes += size

@@ -20,6 +20,8 @@ EMPTY_PARAMS: Final = Raw(b"[]")
 NULL_ID: Final = b"null"
 
 _ID_FIRST_BYTES: Final = frozenset(b'"-0123456789n')
+_RESULT_HEAD: Final = b'{"jsonrpc":"2.0","id":'
+_RESULT_MIDDLE: Final = b',"result":'
 
 
 class _Envelope(msgspec.Struct):
@@ -63,14 +65,7 @@ class Message:
     batch: bool
 
 
-def _decode_item(data: bytes | Raw) -> Item:
-    try:
-        env = _envelope_decoder.decode(data)
-    except msgspec.ValidationError:
-        # JSON of the wrong shape is -32600, but msgspec may report a shape error before it sees
-        # that the text is not JSON at all (``42 garbage``): only a full parse tells them apart.
-        _any_decoder.decode(data)
-        return BadCall(InvalidRequest())
+def _item(env: _Envelope) -> Item:
     raw_id: bytes | None = None
     if env.id is not UNSET:
         raw_id = bytes(env.id)
@@ -80,6 +75,29 @@ def _decode_item(data: bytes | Raw) -> Item:
         return BadCall(InvalidRequest(), raw_id or NULL_ID)
     params = EMPTY_PARAMS if env.params is UNSET else env.params
     return Call(env.method, params, raw_id)
+
+
+def _decode_item(data: bytes | Raw) -> Item:
+    try:
+        env = _envelope_decoder.decode(data)
+    except msgspec.ValidationError:
+        # JSON of the wrong shape is -32600, but msgspec may report a shape error before it sees
+        # that the text is not JSON at all (``42 garbage``): only a full parse tells them apart.
+        _any_decoder.decode(data)
+        return BadCall(InvalidRequest())
+    return _item(env)
+
+
+def decode_call(data: bytes) -> Call | None:
+    """The one well-formed call (request or notification) that ``data`` holds; None for anything
+    else (a batch, a malformed message), which :func:`decode_message` then tells apart."""
+    if data[:1] != b"{":
+        return None
+    try:
+        item = _item(_envelope_decoder.decode(data))
+    except msgspec.DecodeError:
+        return None
+    return item if isinstance(item, Call) else None
 
 
 def _first_call_id(elements: list[Raw]) -> bytes:
@@ -98,7 +116,9 @@ def decode_message(data: bytes) -> Message:
     A batch over ``MAX_BATCH`` decodes to a batch of one :class:`BadCall` carrying the id of its
     first call, so that it is answered as geth answers it: a one-element array.
     """
-    start = data.lstrip()[:1]
+    start = data[:1]
+    if start != b"{":  # not the usual single object straight away: look past any whitespace
+        start = data.lstrip()[:1]
     if start == b"[":
         try:
             elements = _batch_decoder.decode(data)
@@ -124,7 +144,14 @@ def encode(value: Any) -> bytes:
 
 def result_bytes(raw_id: bytes, result: Any) -> bytes:
     """A success reply."""
-    return b'{"jsonrpc":"2.0","id":' + raw_id + b',"result":' + _encoder.encode(result) + b"}"
+    return encoded_result_bytes(
+        raw_id, result if isinstance(result, Raw) else _encoder.encode(result)
+    )
+
+
+def encoded_result_bytes(raw_id: bytes, result: bytes | Raw) -> bytes:
+    """A success reply whose result is already encoded JSON."""
+    return b"".join((_RESULT_HEAD, raw_id, _RESULT_MIDDLE, result, b"}"))
 
 
 def error_object(error: RpcError) -> dict[str, Any]:

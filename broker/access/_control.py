@@ -145,6 +145,10 @@ class AccessControl:
 
     # -- at the door ----------------------------------------------------------------------------
 
+    def governs(self, api_key: str) -> bool:
+        """Whether ``api_key`` has rules or limits (a ``[keys.*]`` table) to check."""
+        return api_key in self.policies
+
     def check(self, request: HttpRequest, context: CallContext) -> HttpResponse | None:
         """Refuse a request its key's Origin, secret or token rules refuse; else leave the key's
         :class:`KeyAccess` on ``context`` (nothing for a key without a ``[keys.*]`` table)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.base import CacheEpoch, Lifetime
-from broker.response_cache import HeadEpochs, ResponseStore
+from broker.response_cache import HeadEpochs, Recent, RecentBodies, ResponseStore
 
 E1 = CacheEpoch(10, "0xa", 0)
 E2 = CacheEpoch(11, "0xb", 0)  # the next head
@@ -79,3 +79,17 @@ def test_head_epochs_count_a_head_at_or_below_the_last_and_removed_logs_as_reorg
     assert epochs.epoch(chain) == CacheEpoch(6, "0x6b", 1)
     epochs.on_removed(chain)
     assert epochs.epoch(chain) == CacheEpoch(6, "0x6b", 2)
+
+
+def test_recent_bodies_stay_within_their_bound_and_skip_large_bodies() -> None:
+    recent = RecentBodies(max_bytes=2000, max_body=64)
+    for n in range(20):
+        body = b'{"id":%d}' % n
+        recent.keep(body, Recent(("c", "m", b"[]"), b"%d" % n, b"x" * 300, b"y" * 300))
+        assert recent.get(body) is not None
+        assert recent._bytes <= recent.max_bytes
+    kept = sum(recent.get(b'{"id":%d}' % n) is not None for n in range(20))
+    assert 1 <= kept < 20
+    large = b"{" + b" " * 100 + b"}"
+    recent.keep(large, Recent(("c", "m", b"[]"), b"1", b"x", b"y"))
+    assert recent.get(large) is None
