@@ -1,0 +1,77 @@
+"""``scopecast`` with gauges the harness reads: ``python -m soak.gauged serve ...`` is ``scopecast
+serve ...`` that also writes, every second, its trio task count and the longest garbage-collector
+pause since the previous write to ``$SOAK_GAUGES/<pid>.json`` (the broker's ``/metrics`` has
+neither). RSS and fds are read from ``/proc`` by the harness itself."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker import cli
+
+
+class Gauges(trio.abc.Instrument):
+    """Live trio tasks (an instrument) and GC pauses (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+        self.max_pause = 0.0
+        self.gc_seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._gc)
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.tasks += 1
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        self.tasks -= 1
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._started
+        self.gc_seconds += pause
+        self.max_pause = max(self.max_pause, pause)
+
+    def write_every_second(self, path: Path) -> None:
+        while True:
+            time.sleep(1.0)
+            figures = {
+                "tasks": self.tasks,
+                "gc_max_pause_ms": round(self.max_pause * 1000, 3),
+                "gc_seconds": round(self.gc_seconds, 4),
+            }
+            self.max_pause = 0.0
+            part = path.with_suffix(".part")
+            part.write_text(json.dumps(figures))
+            part.replace(path)
+
+
+def main() -> None:
+    gauges = Gauges()
+    folder = Path(os.environ["SOAK_GAUGES"])
+    threading.Thread(
+        target=gauges.write_every_second, args=(folder / f"{os.getpid()}.json",), daemon=True
+    ).start()
+    run = trio.run
+
+    def instrumented(*args: Any, **kwargs: Any) -> Any:
+        kwargs["instruments"] = [*kwargs.get("instruments", ()), gauges]
+        return run(*args, **kwargs)
+
+    trio.run = instrumented  # broker.cli calls trio.run(...)
+    cli.main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""docs/reliability/README.md and its plots, from ``results.json``: every target, met or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+RSS_GROWTH_TARGET = 5.0  # % over the last half of the soak
+OVERLOAD_RSS_BOUND_MIB = 2048  # the documented bound for the overload's web process
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for fault in results.get("faults", []):
+        counts = (fault["lost"], fault["duplicated"], fault["out_of_order"])
+        found.append(
+            {
+                "target": f"{fault['label']}: 0 blocks lost / duplicated / out of order, "
+                "every client recovered",
+                "measured": f"{counts[0]} / {counts[1]} / {counts[2]} over {fault['runs']} runs "
+                f"x {fault['clients']} clients; not recovered {fault['not_recovered']}",
+                "met": counts == (0, 0, 0) and fault["not_recovered"] == 0 and fault["runs"] > 0,
+            }
+        )
+    soak = results.get("soak")
+    if soak:
+        growth = soak.get("rss_growth_pct")
+        found.append(
+            {
+                "target": f"soak: RSS growth over the last half under {RSS_GROWTH_TARGET:.0f} %",
+                "measured": f"{growth} % (web processes, worst)",
+                "met": growth is not None and growth < RSS_GROWTH_TARGET,
+            }
+        )
+        fds = soak.get("fd_growth")
+        found.append(
+            {
+                "target": "soak: no fd growth over the last half",
+                "measured": f"{fds} fds (worst web process)",
+                "met": fds is not None and fds <= 0,
+            }
+        )
+    fuzz = results.get("fuzz")
+    if fuzz:
+        found.append(
+            {
+                "target": "hostile input: 0 crashes, every well-formed request answered, "
+                "no bystander disconnected",
+                "measured": f"{fuzz['inputs']} inputs: {fuzz['crashes']} crashes, "
+                f"{fuzz['unanswered']} unanswered, "
+                f"{fuzz['bystanders_disconnected']} bystanders disconnected",
+                "met": fuzz["crashes"] == 0
+                and fuzz["unanswered"] == 0
+                and fuzz["bystanders_disconnected"] == 0,
+            }
+        )
+    overload = results.get("overload")
+    if overload:
+        found.append(
+            {
+                "target": "overload: the process stays up, every slow consumer closed with 4008, "
+                f"no other client misses a head, RSS under {OVERLOAD_RSS_BOUND_MIB} MiB",
+                "measured": f"{overload['connections']} connections: alive {overload['alive']}, "
+                f"4008 {overload['slow_closed_4008']} of {overload['slow_consumers']}, "
+                f"missing heads {overload['bystanders_missing_heads']}, "
+                f"RSS {overload['rss_mib']} MiB",
+                "met": overload["alive"]
+                and overload["slow_closed_4008"] == overload["slow_consumers"]
+                and overload["bystanders_missing_heads"] == 0
+                and overload["rss_mib"] < OVERLOAD_RSS_BOUND_MIB,
+            }
+        )
+    return found
+
+
+def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
+    samples = soak.get("samples")
+    if not samples:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    panels = [
+        ("rss_mib", "RSS (MiB)"),
+        ("fds", "open fds"),
+        ("tasks", "trio tasks"),
+        ("gc_max_pause_ms", "longest GC pause in the last second (ms)"),
+    ]
+    for axis, (key, title) in zip(axes.flat, panels, strict=True):
+        for web in sorted({s["web"] for s in samples}):
+            points = [(s["t"], s[key]) for s in samples if s["web"] == web and key in s]
+            if points:
+                axis.plot(*zip(*points, strict=True), marker=".", label=f"web {web}")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    for axis in axes[1]:
+        axis.set_xlabel("seconds into the soak")
+    figure.suptitle(
+        f"soak: {soak['connections']} session connections, {soak['minutes']} min "
+        f"({soak.get('mode', '')})"
+    )
+    figure.tight_layout()
+    name = "soak.png"
+    figure.savefig(out / name, dpi=90)
+    plt.close(figure)
+    return name
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def _fault_table(faults: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| fault | runs x clients | lost | duplicated | out of order | recover p50 / p99 (s) "
+        "| not recovered | client errors | reconnects |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in faults:
+        kinds = f", {', '.join(f['client_error_kinds'])}" if f["client_error_kinds"] else ""
+        lines.append(
+            f"| {f['label']} | {f['runs']} x {f['clients']} | {f['lost']} | {f['duplicated']} | "
+            f"{f['out_of_order']} | {_fmt(f['recover_p50_s'])} / {_fmt(f['recover_p99_s'])} | "
+            f"{f['not_recovered']} | {f['client_errors']}{kinds} | {f['reconnects']} |"
+        )
+    return lines
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    m = results["machine"]
+    lines = [
+        "# Reliability in figures",
+        "",
+        "Written by `make soak` (`python -m soak`; `SOAK_QUICK=1` for the quick mode) from "
+        "`results.json` beside this file. Everything runs on this machine's loopback as real "
+        "processes: a `scopecast serve` dev chain node as the upstream, a `redis-server` of the "
+        "suite's own, two workers (one leads, one stands by) and two web processes "
+        "(`serve --role web`); the clients are raw WebSocket sessions (CAIP-25 "
+        "`wallet_createSession`, then `eth_subscribe newHeads` through `wallet_invokeMethod`) "
+        "that resume with `?resume=<cursor>` when dropped and keep every head they receive.",
+        "",
+        f"Run: {results.get('mode')} mode, {results.get('date')}, "
+        f"{results.get('seconds', '?')} s. Machine: {m.get('cpu')}, {m.get('cores')} cores, "
+        f"{m.get('memory_gib')} GiB, Linux {m.get('kernel')}, Python {m.get('python')}; load "
+        f"average {m.get('load_average_at_start')} at the start. **The machine is shared with "
+        "other work, so timings are noisy**; a quick run is smaller and shorter than a full one "
+        "(settings below).",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+    ]
+    for t in results.get("targets", []):
+        lines.append(f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
+    faults = results.get("faults")
+    if faults:
+        lines += [
+            "",
+            "## Faults",
+            "",
+            "Each fault is injected at a random moment, repeated; clients split over both web "
+            "processes. Blocks are judged against the upstream's chain after each run: *lost* is a "
+            "block of the final chain between the last head a client had before the fault and the "
+            "highest it has after that never arrived; *duplicated* the same block hash twice; *out "
+            "of order* a head whose parent the client never saw at a height not above the previous "
+            "one. *Recover*: from the end of the fault (the kill; the restart done; SIGCONT) until "
+            "the client receives a head at least as high as the upstream's head at that moment "
+            "(blocks come every "
+            f"{results.get('settings', {}).get('fault_block_time')} s, which bounds it from "
+            "below). *Client errors*: resumes that were not complete, error replies, unexpected "
+            "close codes. Failed connect attempts (to a process that is down) are not errors.",
+            "",
+            *_fault_table(faults),
+        ]
+        notes = results.get("fault_notes")
+        if notes:
+            lines += ["", *notes]
+    soak = results.get("soak")
+    if soak:
+        plot = _plot_soak(soak, out)
+        lines += [
+            "",
+            "## Soak",
+            "",
+            f"{soak['connections']} session connections for {soak['minutes']} min, a block every "
+            f"{results.get('settings', {}).get('block_time')} s, {soak['churn_per_second']} "
+            f"connections a second closed and resumed, {soak['http_per_second']} HTTP requests a "
+            "second of mixed node queries. Sampled every "
+            f"{soak['sample_every_s']} s per web process; growth is the last sample against the "
+            "one at the middle of the run.",
+            "",
+            "| web process | RSS growth (last half) | fd growth | max GC pause (ms) "
+            "| tasks at end |",
+            "|---|---|---|---|---|",
+        ]
+        for web, figures in sorted(soak.get("per_web", {}).items()):
+            lines.append(
+                f"| {web} | {figures['rss_growth_pct']} % | {figures['fd_growth']} | "
+                f"{figures['max_gc_pause_ms']} | {figures.get('tasks_end')} |"
+            )
+        lines += [
+            "",
+            f"Heads: {soak.get('heads_checked')} clients judged, lost "
+            f"{soak.get('lost')}, duplicated {soak.get('duplicated')}, out of order "
+            f"{soak.get('out_of_order')}; churn reconnects {soak.get('churned')}; HTTP answered "
+            f"{soak.get('http_answered')} of {soak.get('http_sent')} "
+            f"({soak.get('http_errors')} errors); client errors {soak.get('client_errors')}.",
+        ]
+        if plot:
+            lines += ["", f"![soak]({plot})"]
+    fuzz = results.get("fuzz")
+    if fuzz:
+        lines += [
+            "",
+            "## Hostile input",
+            "",
+            f"{fuzz['inputs']} inputs sent to a web process during the soak "
+            f"({fuzz.get('kinds')}); {fuzz['crashes']} crashes (a web process exiting), "
+            f"{fuzz['unanswered']} well-formed requests unanswered (of {fuzz.get('well_formed')}), "
+            f"{fuzz['bystanders_disconnected']} bystanders disconnected (the soak's clients, "
+            "which must only ever be closed by the churn).",
+        ]
+        if fuzz.get("notes"):
+            lines += ["", *fuzz["notes"]]
+    overload = results.get("overload")
+    if overload:
+        lines += [
+            "",
+            "## Overload",
+            "",
+            f"{overload['connections']} session connections on one web process (the machine's fd "
+            f"limit is {results.get('fd_limit')}, for the server and for the clients), one in "
+            f"{overload.get('slow_every')} a slow consumer that stops reading. Alive: "
+            f"{overload['alive']}; slow consumers closed with 4008: "
+            f"{overload['slow_closed_4008']} of {overload['slow_consumers']}; other clients "
+            f"missing a head: {overload['bystanders_missing_heads']}; RSS {overload['rss_mib']} "
+            f"MiB (bound: {OVERLOAD_RSS_BOUND_MIB} MiB).",
+        ]
+        if overload.get("notes"):
+            lines += ["", *overload["notes"]]
+    lines += [
+        "",
+        "## Settings of this run",
+        "",
+        "```json",
+        *_json_lines(results.get("settings", {})),
+        "```",
+        "",
+    ]
+    (out / "README.md").write_text("\n".join(lines))
+
+
+def _json_lines(value: Any) -> list[str]:
+    import json
+
+    return json.dumps(value, indent=2).splitlines()
