@@ -43,6 +43,8 @@ class Client:
     failed_attempts: int = 0
     connected: bool = False
     resubscribe: bool = False
+    churning: bool = False  # this client closed its connection itself (the soak's churn)
+    unexpected_closes: int = 0  # closed by the server or dropped, not by the churn
     conn: RawWebSocket | None = None
 
     @property
@@ -141,8 +143,12 @@ class Client:
                 self.closes.append(closed)
                 self.conn.close()
                 code, reason = closed
-                if code not in (None, 1006, 1012):
-                    self.errors.append(f"closed with {code}")
+                if self.churning:
+                    self.churning = False
+                else:
+                    self.unexpected_closes += 1
+                    if code not in (None, 1006, 1012):
+                        self.errors.append(f"closed with {code}")
                 cursor = reason if code == 1012 and reason else self.cursor
                 if cursor is None:
                     self.errors.append("dropped before any cursor: subscribing afresh")

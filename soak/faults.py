@@ -23,7 +23,7 @@ import trio
 
 from bench.loadgen import percentile
 from soak.clients import Client, Head, connect_all, judge, until
-from soak.deploy import Deployment
+from soak.deploy import Deployment, fd_count
 from soak.settings import Settings
 
 Inject = Callable[[Deployment, Settings], Awaitable[Callable[[], Awaitable[None]] | None]]
@@ -43,7 +43,7 @@ async def kill_leading_worker(d: Deployment, s: Settings) -> Callable[[], Awaita
 
 
 async def kill_web(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
-    web = random.choice(d.webs)
+    web = max(d.webs, key=lambda w: fd_count(w.pid) if w.pid else 0)  # the one with more clients
     await web.kill()
     return web.start  # on the same port
 
@@ -91,9 +91,16 @@ FAULTS = [
     Fault("kill_web", "kill -9 of a web process", kill_web),
     Fault("restart_redis", "Redis SHUTDOWN NOSAVE, started again", restart_redis),
     Fault("kill_redis_connections", "Redis CLIENT KILL TYPE normal", kill_redis_connections),
-    Fault("restart_upstream", "upstream node kill -9, started again", restart_upstream),
     Fault("freeze_upstream", "upstream node SIGSTOP, then SIGCONT", freeze_upstream),
     Fault("reorg_5_deep", "a reorg 5 blocks deep (evm_snapshot/evm_revert)", reorg_5_deep),
+    # Last: the dev chain lives in memory, so the node comes back with a new chain from its
+    # genesis (a chain reset, not what a real node's restart does); the faults after it would
+    # run on a chain lower than the one the broker has seen.
+    Fault(
+        "restart_upstream",
+        "upstream node kill -9, started again (the dev chain restarts from its genesis)",
+        restart_upstream,
+    ),
 ]
 
 

@@ -1,6 +1,6 @@
 """``scopecast`` with gauges the harness reads: ``python -m soak.gauged serve ...`` is ``scopecast
 serve ...`` that also writes, every second, its trio task count and the longest garbage-collector
-pause since the previous write to ``$SOAK_GAUGES/<pid>.json`` (the broker's ``/metrics`` has
+pauses (the longest of the last ten seconds, and of the whole run) to ``$SOAK_GAUGES/<pid>.json`` (the broker's ``/metrics`` has
 neither). RSS and fds are read from ``/proc`` by the harness itself."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,19 @@ class Gauges(trio.abc.Instrument):
         self.max_pause = max(self.max_pause, pause)
 
     def write_every_second(self, path: Path) -> None:
+        seconds: deque[float] = deque(maxlen=10)  # the longest pause of each of the last 10 s
+        longest = 0.0
         while True:
             time.sleep(1.0)
+            seconds.append(self.max_pause)
+            self.max_pause = 0.0
+            longest = max(longest, seconds[-1])
             figures = {
                 "tasks": self.tasks,
-                "gc_max_pause_ms": round(self.max_pause * 1000, 3),
+                "gc_max_pause_ms": round(max(seconds) * 1000, 3),
+                "gc_max_pause_ms_ever": round(longest * 1000, 3),
                 "gc_seconds": round(self.gc_seconds, 4),
             }
-            self.max_pause = 0.0
             part = path.with_suffix(".part")
             part.write_text(json.dumps(figures))
             part.replace(path)
