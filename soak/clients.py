@@ -183,6 +183,7 @@ class Verdict:
     lost: int = 0
     duplicated: int = 0
     out_of_order: int = 0
+    replaced: int = 0  # heads at a height already seen, after their parent: a reorg, as it should
 
 
 def judge(heads: list[Head], anchor: Head | None, chain: dict[int, str]) -> Verdict:
@@ -198,8 +199,11 @@ def judge(heads: list[Head], anchor: Head | None, chain: dict[int, str]) -> Verd
         if hash_ in seen:
             verdict.duplicated += 1
             continue
-        if previous is not None and parent not in seen and number <= previous[1]:
-            verdict.out_of_order += 1
+        if previous is not None and number <= previous[1]:
+            if parent in seen:
+                verdict.replaced += 1
+            else:
+                verdict.out_of_order += 1
         seen.add(hash_)
         previous = head
     received = {h[2] for h in heads}

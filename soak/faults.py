@@ -72,11 +72,24 @@ async def freeze_upstream(d: Deployment, s: Settings) -> None:
 
 async def reorg_5_deep(d: Deployment, s: Settings) -> None:
     """``evm_snapshot``, five more blocks, ``evm_revert``: the next blocks replace those five."""
+    await _reorg(d, None)
+
+
+async def _reorg(d: Deployment, during: Inject | None) -> Callable[[], Awaitable[None]] | None:
     snapshot = await d.node.result("evm_snapshot")
     start = await d.head()
     while await d.head() < start + 5:  # noqa: ASYNC110 - the node has no event to wait on
         await trio.sleep(0.1)
+    repair = await during(d, Settings(quick=True)) if during is not None else None
     assert await d.node.result("evm_revert", [snapshot]) is True
+    return repair
+
+
+async def reorg_while_web_killed(
+    d: Deployment, s: Settings
+) -> Callable[[], Awaitable[None]] | None:
+    """The 5-deep reorg at the moment a web process is killed: its clients resume across it."""
+    return await _reorg(d, kill_web)
 
 
 @dataclass
@@ -93,6 +106,11 @@ FAULTS = [
     Fault("kill_redis_connections", "Redis CLIENT KILL TYPE normal", kill_redis_connections),
     Fault("freeze_upstream", "upstream node SIGSTOP, then SIGCONT", freeze_upstream),
     Fault("reorg_5_deep", "a reorg 5 blocks deep (evm_snapshot/evm_revert)", reorg_5_deep),
+    Fault(
+        "reorg_while_web_killed",
+        "a reorg 5 blocks deep as a web process is killed",
+        reorg_while_web_killed,
+    ),
     # Last: the dev chain lives in memory, so the node comes back with a new chain from its
     # genesis (a chain reset, not what a real node's restart does); the faults after it would
     # run on a chain lower than the one the broker has seen.
@@ -125,7 +143,7 @@ async def run_fault(
 ) -> dict[str, Any]:
     clients = [Client(i, d.ports, origin_prefix=f"{fault.name}-") for i in range(s.fault_clients)]
     await connect_all(clients)
-    totals = {"lost": 0, "duplicated": 0, "out_of_order": 0}
+    totals = {"lost": 0, "duplicated": 0, "out_of_order": 0, "replaced_by_reorg": 0}
     recoveries: list[float] = []
     not_recovered = 0
     failures: list[str] = []
@@ -162,6 +180,7 @@ async def run_fault(
                 totals["lost"] += verdict.lost
                 totals["duplicated"] += verdict.duplicated
                 totals["out_of_order"] += verdict.out_of_order
+                totals["replaced_by_reorg"] += verdict.replaced
             log(
                 f"  {fault.name} run {run + 1}/{s.fault_runs}: "
                 f"{totals} so far, not recovered {not_recovered}"

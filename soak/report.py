@@ -117,15 +117,16 @@ def _fmt(value: Any) -> str:
 def _fault_table(faults: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| fault | runs x clients | lost | duplicated | out of order | recover p50 / p99 (s) "
-        "| not recovered | client errors | reconnects |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| not recovered | client errors | reconnects | heads replaced by a reorg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in faults:
         kinds = f", {', '.join(f['client_error_kinds'])}" if f["client_error_kinds"] else ""
         lines.append(
             f"| {f['label']} | {f['runs']} x {f['clients']} | {f['lost']} | {f['duplicated']} | "
             f"{f['out_of_order']} | {_fmt(f['recover_p50_s'])} / {_fmt(f['recover_p99_s'])} | "
-            f"{f['not_recovered']} | {f['client_errors']}{kinds} | {f['reconnects']} |"
+            f"{f['not_recovered']} | {f['client_errors']}{kinds} | {f['reconnects']} | "
+            f"{f.get('replaced_by_reorg', 0)} |"
         )
     return lines
 

@@ -36,7 +36,7 @@ class Settings:
             fault_runs=2,
             fault_pause=(1.0, 3.0),
             freeze_seconds=5.0,
-            recover_timeout=30.0,
+            recover_timeout=15.0,
             soak_connections=1000,
             soak_minutes=3.0,
             sample_every=10.0,

@@ -34,7 +34,8 @@ async def _churn(clients: list[Client], per_second: int) -> int:
     while True:
         deadline += 1.0
         for client in rng.sample(clients, min(per_second, len(clients))):
-            if client.connected and client.conn is not None and not client.churning:
+            # only clients with a cursor: one churned before its first head could not resume
+            if client.connected and client.conn and client.cursor and not client.churning:
                 client.churning = True
                 try:
                     await client.conn.send_text(b"\x03\xe8", opcode=0x8)  # close, 1000
