@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from bench.cli import machine
+from bench.cli import machine, mode_arguments
 from bench.procs import ROOT
 from soak import report
 from soak.deploy import deployment
@@ -88,13 +88,7 @@ async def run(
 
 def main(argv: list[str] | None = None) -> None:
     cli = argparse.ArgumentParser(prog="python -m soak", description=__doc__)
-    cli.add_argument(
-        "--quick",
-        action="store_true",
-        default=os.environ.get("SOAK_QUICK", "") not in ("", "0"),
-        help="the quick mode (also SOAK_QUICK=1)",
-    )
-    cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where results go")
+    mode_arguments(cli, "SOAK_QUICK", DEFAULT_OUT)
     cli.add_argument("--only", nargs="*", choices=SCENARIOS, help="run only these scenarios")
     cli.add_argument(
         "--faults", nargs="*", choices=[f.name for f in FAULTS], help="only these faults"
