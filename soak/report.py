@@ -110,6 +110,19 @@ def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
     return name
 
 
+_UPSTREAM_RESTART_NOTE = [
+    "**The upstream restart is a chain reset here, not a restart.** The embedded dev chain lives in "
+    "memory, so the node comes back at its genesis with other hashes (a real node restarts with "
+    "its chain; `scopecast serve` has no way to keep it). The broker does not follow a head that "
+    "goes backwards: no client receives a head until the new chain is higher than the one the "
+    "broker had delivered (at 0.5 s blocks, about as long again as the chain had run, beyond the "
+    "recover timeout, hence *not recovered*); then delivery resumes (a development run with this "
+    "fault before the freeze saw the freeze's clients get every block of the new chain). It runs "
+    "last so that the other faults run on a chain the broker follows. The realistic upstream "
+    "outage is the freeze.",
+]
+
+
 def _fmt(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
@@ -178,9 +191,8 @@ def write(results: dict[str, Any], out: Path) -> None:
             "",
             *_fault_table(faults),
         ]
-        notes = results.get("fault_notes")
-        if notes:
-            lines += ["", *notes]
+        if any(f["name"] == "restart_upstream" for f in faults):
+            lines += ["", *_UPSTREAM_RESTART_NOTE]
     soak = results.get("soak")
     if soak:
         plot = _plot_soak(soak, out)
