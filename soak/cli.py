@@ -60,7 +60,7 @@ class Results:
         self.save()
 
     def fault(self, figures: dict[str, Any]) -> None:
-        self.data["faults"].append({**figures, "date": _now()})
+        self.data["faults"].append({**figures, "date": _now(), "machine": self.data["machine"]})
         self.save()
 
 

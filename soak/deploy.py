@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 
 from bench.procs import ROOT, rss_kib
@@ -28,6 +29,16 @@ from tests.redis.test_deployment import Upstream, lease_holder_pid, start_upstre
 from tests.redis.worker_process import WorkerProcess
 from tests.support.processes import ScopecastProcess
 from tests.support.redis_server import RedisServer, redis_command
+
+
+async def metric(port: int, name: str) -> float:
+    """One value of a web process's ``GET /metrics`` (0 when it is not there)."""
+    async with httpx.AsyncClient(trust_env=False) as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
 
 
 def fd_count(pid: int) -> int:
@@ -117,6 +128,17 @@ class Deployment:
         return found
 
     # -- gauges ---------------------------------------------------------------------------------
+
+    async def sample_with_connections(self, web: ScopecastProcess) -> dict[str, Any] | None:
+        """:meth:`sample` and the open WebSocket connections (``scopecast_connections``): fds
+        less connections is what a leak would grow (the churn moves both)."""
+        sample = self.sample(web)
+        if sample is None or web.port is None:
+            return sample
+        with suppress(httpx.HTTPError):
+            sample["connections"] = int(await metric(web.port, "scopecast_connections"))
+            sample["fds_less_connections"] = sample["fds"] - sample["connections"]
+        return sample
 
     def sample(self, web: ScopecastProcess) -> dict[str, Any] | None:
         """RSS, fds, tasks and the longest GC pause of the last second of a running web process."""

@@ -12,11 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import trio
 
 from soak.clients import Client, connect_all, judge, until
-from soak.deploy import Deployment
+from soak.deploy import Deployment, metric
 from soak.settings import Settings
 from tests.redis.test_resume_processes import DEV, SCOPES
 from tests.support.rawws import RawWebSocket
@@ -82,13 +81,7 @@ class SlowConsumers:
 
 
 async def _slow_disconnects(port: int) -> float:
-    """``scopecast_slow_consumer_disconnects_total`` of the web process."""
-    async with httpx.AsyncClient(trust_env=False) as client:
-        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
-    for line in text.splitlines():
-        if line.startswith("scopecast_slow_consumer_disconnects_total"):
-            return float(line.split()[-1])
-    return 0.0
+    return await metric(port, "scopecast_slow_consumer_disconnects_total")
 
 
 async def run_overload(d: Deployment, s: Settings, log: Callable[[str], None]) -> dict[str, Any]:

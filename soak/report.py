@@ -85,9 +85,9 @@ def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
     figure, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
     panels = [
         ("rss_mib", "RSS (MiB)"),
-        ("fds", "open fds"),
+        ("fds_less_connections", "open fds less WebSocket connections"),
         ("tasks", "trio tasks"),
-        ("gc_max_pause_ms", "longest GC pause in the last second (ms)"),
+        ("gc_max_pause_ms", "longest GC pause of the last 10 s, wall time (ms)"),
     ]
     for axis, (key, title) in zip(axes.flat, panels, strict=True):
         for web in sorted({s["web"] for s in samples}):
@@ -204,17 +204,22 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"{results.get('settings', {}).get('block_time')} s, {soak['churn_per_second']} "
             f"connections a second closed and resumed, {soak['http_per_second']} HTTP requests a "
             "second of mixed node queries. Sampled every "
-            f"{soak['sample_every_s']} s per web process; growth is the last sample against the "
-            "one at the middle of the run.",
+            f"{soak['sample_every_s']} s per web process. Growth: the median of the last three "
+            "samples against the median of the three around the middle of the run; fd growth is "
+            "that of fds less open WebSocket connections (`scopecast_connections`), since the churn "
+            "moves both. GC pauses are timed by `gc.callbacks` inside the web process "
+            "(`soak/gauged.py`), in wall time and in the thread's CPU time: on this shared machine "
+            "the wall time includes the time the process was not scheduled.",
             "",
-            "| web process | RSS growth (last half) | fd growth | max GC pause (ms) "
-            "| tasks at end |",
-            "|---|---|---|---|---|",
+            "| web process | RSS growth (last half) | fd growth | longest GC pause, wall / CPU (ms) "
+            "| RSS at end (MiB) | tasks at end |",
+            "|---|---|---|---|---|---|",
         ]
         for web, figures in sorted(soak.get("per_web", {}).items()):
             lines.append(
                 f"| {web} | {figures['rss_growth_pct']} % | {figures['fd_growth']} | "
-                f"{figures['max_gc_pause_ms']} | {figures.get('tasks_end')} |"
+                f"{figures['max_gc_pause_ms']} / {figures.get('max_gc_pause_cpu_ms')} | "
+                f"{figures.get('rss_mib_end')} | {figures.get('tasks_end')} |"
             )
         lines += [
             "",

@@ -3,7 +3,8 @@ connections a second closed (a clean close handshake) and resumed with their cur
 requests a second of mixed node queries, and the fuzzer (:mod:`soak.fuzz`) against the first web
 process all along. RSS, fds, trio tasks and GC pauses of each web process are sampled every 10 s;
 growth is measured over the last half (the median of the last three samples against the median of
-the three around the middle). At the end every client's heads are judged against the upstream's
+the three around the middle); fd growth is that of fds less open WebSocket connections (the churn
+moves both at every instant). At the end every client's heads are judged against the upstream's
 chain, as in the faults."""
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ async def run_soak(
         nursery.start_soon(fuzzer.run)
         while (elapsed := time.monotonic() - started) < seconds:
             for index, web in enumerate(d.webs):
-                sample = d.sample(web)
+                sample = await d.sample_with_connections(web)
                 if sample is not None:
                     samples.append({"t": round(elapsed, 1), "web": index, **sample})
             log(
@@ -111,8 +112,12 @@ async def run_soak(
         mine = [x for x in samples if x["web"] == index]
         per_web[str(index)] = {
             "rss_growth_pct": _growth(mine, "rss_mib"),
-            "fd_growth": _growth(mine, "fds"),
+            "fd_growth": _growth(mine, "fds_less_connections"),
+            "fd_growth_raw": _growth(mine, "fds"),
             "max_gc_pause_ms": max((x.get("gc_max_pause_ms_ever", 0) for x in mine), default=None),
+            "max_gc_pause_cpu_ms": max(
+                (x.get("gc_max_pause_cpu_ms_ever", 0) for x in mine), default=None
+            ),
             "rss_mib_end": mine[-1]["rss_mib"] if mine else None,
             "tasks_end": mine[-1].get("tasks") if mine else None,
         }
@@ -138,6 +143,9 @@ async def run_soak(
         "max_gc_pause_ms": max(
             (w["max_gc_pause_ms"] for w in per_web.values() if w["max_gc_pause_ms"] is not None),
             default=None,
+        ),
+        "max_gc_pause_cpu_ms": max(
+            (w["max_gc_pause_cpu_ms"] or 0 for w in per_web.values()), default=None
         ),
         "per_web": per_web,
         "crashed_webs": crashed,
