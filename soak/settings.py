@@ -39,7 +39,6 @@ class Settings:
             recover_timeout=15.0,
             soak_connections=1000,
             soak_minutes=3.0,
-            sample_every=10.0,
             overload_connections=5000,
             overload_seconds=20.0,
             fuzz_inputs=5000,
