@@ -97,7 +97,18 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument("--connections", type=int, help="override the soak's connection count")
     cli.add_argument("--overload-connections", type=int, help="override the overload's count")
     cli.add_argument("--fuzz-inputs", type=int, help="override the fuzzer's input count")
+    cli.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write README.md and the plots again from results.json, running nothing",
+    )
     args = cli.parse_args(argv)
+    if args.report_only:
+        data = json.loads((args.out / "results.json").read_text())
+        data["targets"] = report.targets(data)
+        (args.out / "results.json").write_text(json.dumps(data, indent=2) + "\n")
+        report.write(data, args.out)
+        return
 
     settings = Settings.for_mode(args.quick)
     settings.only_faults = args.faults or []

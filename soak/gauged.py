@@ -82,7 +82,7 @@ def main() -> None:
         kwargs["instruments"] = [*kwargs.get("instruments", ()), gauges]
         return run(*args, **kwargs)
 
-    trio.run = instrumented  # broker.cli calls trio.run(...)
+    trio.run = instrumented  # type: ignore[assignment]  # broker.cli calls trio.run(...)
     cli.main(sys.argv[1:])
 
 

@@ -46,13 +46,17 @@ async def _churn(clients: list[Client], per_second: int) -> int:
 
 
 def _growth(samples: list[dict[str, Any]], key: str) -> float | None:
-    values = [s[key] for s in samples if key in s]
+    values: list[float] = [s[key] for s in samples if key in s]
     if len(values) < 4:
         return None
     middle = len(values) // 2
-    at_middle = statistics.median(values[max(0, middle - 1) : middle + 2])
-    at_end = statistics.median(values[-3:])
-    return at_end - at_middle if key != "rss_mib" else round((at_end / at_middle - 1) * 100, 2)
+    at_middle = float(statistics.median(values[max(0, middle - 1) : middle + 2]))
+    at_end = float(statistics.median(values[-3:]))
+    return (
+        round(at_end - at_middle, 1)
+        if key != "rss_mib"
+        else round((at_end / at_middle - 1) * 100, 2)
+    )
 
 
 async def run_soak(
