@@ -137,7 +137,13 @@ class Client:
                     self._notified(message)
                     if self.resubscribe:  # a fresh connection, without subscriptions
                         self.resubscribe = False
-                        await self._subscribe(self.conn)
+                        self.cursor = None  # the old one could not be resumed
+                        try:
+                            await self._subscribe(self.conn)
+                        except (OSError, ConnectionError) as exc:
+                            self.errors.append(f"subscribing again failed: {exc}")
+                            self.conn.close()
+                            self.conn = await self._reconnect(None)
                     continue
                 self.connected = False
                 self.closes.append(closed)

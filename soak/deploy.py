@@ -45,6 +45,34 @@ def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str, int]:
+    """``pid``'s fds by what they are: TCP connections to the ports named in ``ports`` (Redis, the
+    upstream), connections to ``own_port`` (clients), and the rest (listeners, files, pipes...)."""
+    inodes = set()
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        total += 1
+        with suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    kinds = dict.fromkeys([*ports.values(), "clients"], 0)
+    for table in ("tcp", "tcp6"):
+        with suppress(OSError):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] not in inodes or fields[3] == "0A":  # 0A: listening
+                    continue
+                local = int(fields[1].rsplit(":", 1)[1], 16)
+                remote = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote in ports:
+                    kinds[ports[remote]] += 1
+                elif local == own_port:
+                    kinds["clients"] += 1
+    kinds["other"] = total - sum(kinds.values())
+    return kinds
+
+
 @dataclass
 class Deployment:
     folder: Path
@@ -149,6 +177,8 @@ class Deployment:
         try:
             sample["rss_mib"] = round(rss_kib(pid) / 1024, 1)
             sample["fds"] = fd_count(pid)
+            ports = {self.redis.port: "redis", self.node.port or 0: "upstream"}
+            sample["fd_kinds"] = fd_kinds(pid, ports, web.port)
         except (OSError, RuntimeError):
             return None
         with suppress(OSError, ValueError):  # not written yet

@@ -121,25 +121,27 @@ def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
 
 
 def _fd_trajectory(soak: dict[str, Any]) -> list[str]:
-    """fds less connections at the start, the middle and the end, per web process: whether a
-    difference is a trend or the noise of connections mid-close at the moment of a sample."""
-    parts = []
-    for web in sorted({s["web"] for s in soak.get("samples", [])}):
-        values = [s["fds_less_connections"] for s in soak["samples"] if s["web"] == web]
-        values = [v for v in values if v is not None]
-        if values:
-            parts.append(
-                f"web {web}: {values[0]} at the start, {values[len(values) // 2]} at the middle, "
-                f"{values[-1]} at the end (between {min(values)} and {max(values)})"
-            )
-    if not parts:
-        return []
-    return [
-        "fds less connections (Redis and upstream connections, listeners, files, and sockets "
-        "mid-handshake or mid-close, which the churn keeps at a few at any instant): "
-        + "; ".join(parts)
-        + "."
+    """Each web process's fds by kind at the start, the middle and the end: whether a difference
+    is a trend, a pool growing to the load, or connections mid-close at the moment of a sample."""
+    lines = [
+        "| web process | sample | fds | client connections | Redis | upstream | other |",
+        "|---|---|---|---|---|---|---|",
     ]
+    for web in sorted({s["web"] for s in soak.get("samples", [])}):
+        mine = [s for s in soak["samples"] if s["web"] == web and "fd_kinds" in s]
+        if not mine:
+            continue
+        for label, sample in (
+            ("start", mine[0]),
+            ("middle", mine[len(mine) // 2]),
+            ("end", mine[-1]),
+        ):
+            kinds = sample["fd_kinds"]
+            lines.append(
+                f"| {web} | {label} ({sample['t']} s) | {sample['fds']} | {kinds.get('clients')} | "
+                f"{kinds.get('redis')} | {kinds.get('upstream')} | {kinds.get('other')} |"
+            )
+    return lines if len(lines) > 2 else []
 
 
 _UPSTREAM_RESTART_NOTE = [
