@@ -47,7 +47,8 @@ def fd_count(pid: int) -> int:
 
 def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str, int]:
     """``pid``'s fds by what they are: TCP connections to the ports named in ``ports`` (Redis, the
-    upstream), connections to ``own_port`` (clients), and the rest (listeners, files, pipes...)."""
+    upstream), established connections to ``own_port`` (clients), other connections to it (closing:
+    a leak of closed connections would grow these), and the rest (listeners, files, pipes...)."""
     inodes = set()
     total = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
@@ -56,7 +57,7 @@ def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str,
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
             if target.startswith("socket:["):
                 inodes.add(target[8:-1])
-    kinds = dict.fromkeys([*ports.values(), "clients"], 0)
+    kinds = dict.fromkeys([*ports.values(), "clients", "clients_closing"], 0)
     for table in ("tcp", "tcp6"):
         with suppress(OSError):
             for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
@@ -68,7 +69,7 @@ def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str,
                 if remote in ports:
                     kinds[ports[remote]] += 1
                 elif local == own_port:
-                    kinds["clients"] += 1
+                    kinds["clients" if fields[3] == "01" else "clients_closing"] += 1
     kinds["other"] = total - sum(kinds.values())
     return kinds
 
@@ -158,14 +159,12 @@ class Deployment:
     # -- gauges ---------------------------------------------------------------------------------
 
     async def sample_with_connections(self, web: ScopecastProcess) -> dict[str, Any] | None:
-        """:meth:`sample` and the open WebSocket connections (``scopecast_connections``): fds
-        less connections is what a leak would grow (the churn moves both)."""
+        """:meth:`sample` and the open WebSocket connections (``scopecast_connections``)."""
         sample = self.sample(web)
         if sample is None or web.port is None:
             return sample
         with suppress(httpx.HTTPError):
             sample["connections"] = int(await metric(web.port, "scopecast_connections"))
-            sample["fds_less_connections"] = sample["fds"] - sample["connections"]
         return sample
 
     def sample(self, web: ScopecastProcess) -> dict[str, Any] | None:
@@ -178,7 +177,9 @@ class Deployment:
             sample["rss_mib"] = round(rss_kib(pid) / 1024, 1)
             sample["fds"] = fd_count(pid)
             ports = {self.redis.port: "redis", self.node.port or 0: "upstream"}
-            sample["fd_kinds"] = fd_kinds(pid, ports, web.port)
+            sample["fd_kinds"] = kinds = fd_kinds(pid, ports, web.port)
+            # What a leak would grow; the churn moves the established client connections.
+            sample["fds_less_clients"] = sample["fds"] - kinds["clients"]
         except (OSError, RuntimeError):
             return None
         with suppress(OSError, ValueError):  # not written yet

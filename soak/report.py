@@ -95,7 +95,7 @@ def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
     figure, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
     panels = [
         ("rss_mib", "RSS (MiB)"),
-        ("fds_less_connections", "open fds less WebSocket connections"),
+        ("fds_less_clients", "fds other than established client connections"),
         ("tasks", "trio tasks"),
         ("gc_max_pause_ms", "longest GC pause of the last 10 s, wall time (ms)"),
     ]
@@ -124,7 +124,8 @@ def _fd_trajectory(soak: dict[str, Any]) -> list[str]:
     """Each web process's fds by kind at the start, the middle and the end: whether a difference
     is a trend, a pool growing to the load, or connections mid-close at the moment of a sample."""
     lines = [
-        "| web process | sample | fds | client connections | Redis | upstream | other |",
+        "| web process | sample | fds | client connections (established / closing) | Redis "
+        "| upstream | other |",
         "|---|---|---|---|---|---|---|",
     ]
     for web in sorted({s["web"] for s in soak.get("samples", [])}):
@@ -138,7 +139,8 @@ def _fd_trajectory(soak: dict[str, Any]) -> list[str]:
         ):
             kinds = sample["fd_kinds"]
             lines.append(
-                f"| {web} | {label} ({sample['t']} s) | {sample['fds']} | {kinds.get('clients')} | "
+                f"| {web} | {label} ({sample['t']} s) | {sample['fds']} | {kinds.get('clients')} / "
+                f"{kinds.get('clients_closing')} | "
                 f"{kinds.get('redis')} | {kinds.get('upstream')} | {kinds.get('other')} |"
             )
     return lines if len(lines) > 2 else []
@@ -262,8 +264,9 @@ def write(results: dict[str, Any], out: Path) -> None:
             "second of mixed node queries. Sampled every "
             f"{soak['sample_every_s']} s per web process. Growth: the median of the last three "
             "samples against the median of the three around the middle of the run; fd growth is "
-            "that of fds less open WebSocket connections (`scopecast_connections`), since the churn "
-            "moves both. GC pauses are timed by `gc.callbacks` inside the web process "
+            "that of the fds other than established client connections (read from `/proc` in one "
+            "go: closing connections, Redis and upstream connections, files), since the churn moves "
+            "the established ones at every instant. GC pauses are timed by `gc.callbacks` inside the web process "
             "(`soak/gauged.py`), in wall time and in the thread's CPU time: on this shared machine "
             "the wall time includes the time the process was not scheduled.",
             "",
@@ -284,7 +287,9 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"{soak.get('lost')}, duplicated {soak.get('duplicated')}, out of order "
             f"{soak.get('out_of_order')}; churn reconnects {soak.get('churned')}; HTTP answered "
             f"{soak.get('http_answered')} of {soak.get('http_sent')} "
-            f"({soak.get('http_errors')} errors); client errors {soak.get('client_errors')}.",
+            f"({soak.get('http_errors')} errors; {soak.get('http_per_second_achieved')} a second "
+            f"achieved of the {soak['http_per_second']} asked: the harness is one trio process and "
+            f"falls short when the machine is busy); client errors {soak.get('client_errors')}.",
         ]
         if plot:
             lines += ["", f"![soak]({plot})"]
