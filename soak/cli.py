@@ -56,7 +56,12 @@ class Results:
         report.write(self.data, self.out)
 
     def part(self, key: str, figures: Any) -> None:
-        self.data[key] = {**figures, "date": _now(), "machine": self.data["machine"]}
+        self.data[key] = {
+            **figures,
+            "mode": self.data["mode"],
+            "date": _now(),
+            "machine": self.data["machine"],
+        }
         self.save()
 
     def fault(self, figures: dict[str, Any]) -> None:
