@@ -38,18 +38,28 @@ class Results:
     def __init__(self, out: Path, settings: Settings, only: list[str]) -> None:
         self.out = out
         self.path = out / "results.json"
-        previous = json.loads(self.path.read_text()) if only and self.path.exists() else {}
-        self.data: dict[str, Any] = {
-            **previous,
-            "mode": "quick" if settings.quick else "full",
-            "machine": machine(),
-            "date": _now(),
-        }
+        self.machine = machine()
+        self.partial: dict[str, Any] | None = None
+        if only and self.path.exists():
+            # A run of some scenarios: the others' figures stay, and so do the run's date, mode
+            # and duration; the parts measured now say their own (and the run is listed).
+            self.data: dict[str, Any] = json.loads(self.path.read_text())
+            self.partial = {"only": only, "mode": _mode(settings), "date": _now()}
+            self.data.setdefault("partial_runs", []).append(self.partial)
+        else:
+            self.data = {"mode": _mode(settings), "machine": self.machine, "date": _now()}
         if "faults" in only or not only:
             self.data["faults"] = []
 
+    def finish(self, seconds: float) -> None:
+        if self.partial is not None:
+            self.partial["seconds"] = seconds
+        else:
+            self.data["seconds"] = seconds
+        self.save()
+
     def save(self) -> None:
-        self.data["machine"]["load_average_now"] = [round(x, 2) for x in os.getloadavg()]
+        self.machine["load_average_now"] = [round(x, 2) for x in os.getloadavg()]
         self.data["targets"] = report.targets(self.data)
         self.out.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps(self.data, indent=2) + "\n")
@@ -58,15 +68,19 @@ class Results:
     def part(self, key: str, figures: Any) -> None:
         self.data[key] = {
             **figures,
-            "mode": self.data["mode"],
+            "mode": self.partial["mode"] if self.partial else self.data["mode"],
             "date": _now(),
-            "machine": self.data["machine"],
+            "machine": self.machine,
         }
         self.save()
 
     def fault(self, figures: dict[str, Any]) -> None:
-        self.data["faults"].append({**figures, "date": _now(), "machine": self.data["machine"]})
+        self.data["faults"].append({**figures, "date": _now(), "machine": self.machine})
         self.save()
+
+
+def _mode(settings: Settings) -> str:
+    return "quick" if settings.quick else "full"
 
 
 def _now() -> str:
@@ -132,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"soak-run-{stamp}"
     only = args.only or []
     results = Results(args.out, settings, only)
-    results.data["settings"] = {
+    (results.partial or results.data)["settings"] = {
         k: v for k, v in vars(settings).items() if k not in ("only_faults",)
     }
     results.data["fd_limit"] = hard
@@ -145,9 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         trio.run(run, settings, only, results, folder, log)
     finally:
-        results.data["seconds"] = round(time.monotonic() - started, 1)
-        results.save()
-        log(f"done in {results.data['seconds']} s: {results.path}")
+        seconds = round(time.monotonic() - started, 1)
+        results.finish(seconds)
+        log(f"done in {seconds} s: {results.path}")
         for target in results.data["targets"]:
             log(f"  {'MET ' if target['met'] else 'NOT '} {target['target']}: {target['measured']}")
 

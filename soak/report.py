@@ -339,6 +339,16 @@ def write(results: dict[str, Any], out: Path) -> None:
         "```",
         "",
     ]
+    if results.get("partial_runs"):
+        lines += [
+            "Parts measured again later (`python -m soak --only ...`), with their own settings; "
+            "each part above carries its date and mode in `results.json`:",
+            "",
+            "```json",
+            *_json_lines(results["partial_runs"]),
+            "```",
+            "",
+        ]
     (out / "README.md").write_text("\n".join(lines))
 
 
