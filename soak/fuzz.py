@@ -163,10 +163,14 @@ def generate(count: int, batch: int) -> list[tuple[str, bytes]]:
     return found
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def well_formed(data: bytes) -> Any:
     """The id of a well-formed single request, else None."""
     try:
-        message = json.loads(data)
+        message = json.loads(data, parse_constant=_not_json)  # NaN, Infinity: Python's, not JSON
         # Strings with unpaired surrogate escapes ("\\ud800") are valid JSON syntax but not text
         # (RFC 8259 8.2): the server answers them -32700, id null, like any other unreadable body.
         json.dumps(message, ensure_ascii=False).encode()
@@ -192,6 +196,7 @@ class Fuzzer:
         self.well_formed = 0
         self.unanswered: list[str] = []
         self.closed_by_server = 0
+        self.refused_handshakes: list[str] = []
         self.http_status: dict[int, int] = {}
         self.kinds: dict[str, int] = {}
         self.finished = False
@@ -212,15 +217,19 @@ class Fuzzer:
                     if kind == "http":
                         await self._http(http, data)
                     elif kind == "ws" and well_formed(data) is not None:
-                        clean = clean or await RawWebSocket.connect(self.port, "/ws/v3/dev")
-                        if not await self._request(clean, data):
+                        clean = clean or await self._connect()
+                        if clean is None:
+                            self.unanswered.append(f"ws {data[:80]!r}: no connection")
+                        elif not await self._request(clean, data):
                             clean.close()
                             clean = None
                     else:
                         if dirty is None or dirty.close_code is not None:
                             if dirty is not None:
                                 dirty.close()
-                            dirty = await RawWebSocket.connect(self.port, "/ws/v3/dev")
+                            dirty = await self._connect()
+                            if dirty is None:
+                                continue
                             nursery.start_soon(self._drain, dirty)
                         try:
                             if kind == "raw":
@@ -245,6 +254,14 @@ class Fuzzer:
                 count = min(BATCH, self.inputs - start)
                 for value in await trio.to_thread.run_sync(generate, count, batch):
                     await send.send(value)
+
+    async def _connect(self) -> RawWebSocket | None:
+        """A fuzzing connection; a refused or cut handshake is counted (a finding), not fatal."""
+        try:
+            return await RawWebSocket.connect(self.port, "/ws/v3/dev")
+        except (OSError, ConnectionError) as exc:
+            self.refused_handshakes.append(repr(exc))
+            return None
 
     async def _drain(self, ws: RawWebSocket) -> None:
         """Read (and drop) what the server sends on the hostile connection until it closes it."""
@@ -309,5 +326,7 @@ class Fuzzer:
             "kinds": self.kinds,
             "http_status": self.http_status,
             "fuzz_connections_closed_by_server": self.closed_by_server,
+            "handshakes_refused": len(self.refused_handshakes),
+            "handshake_refusals": self.refused_handshakes[:5],
             "finished": self.finished,
         }

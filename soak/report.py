@@ -308,7 +308,10 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"({fuzz.get('kinds')}); {fuzz['crashes']} crashes (a web process exiting), "
             f"{fuzz['unanswered']} well-formed requests unanswered (of {fuzz.get('well_formed')}), "
             f"{fuzz['bystanders_disconnected']} bystanders disconnected (the soak's clients, "
-            "which must only ever be closed by the churn).",
+            "which must only ever be closed by the churn). Fuzzing connections the server closed "
+            f"(its right, on garbage): {fuzz.get('fuzz_connections_closed_by_server')}; new "
+            f"fuzzing connections whose handshake was refused or cut: "
+            f"{fuzz.get('handshakes_refused', 0)} {fuzz.get('handshake_refusals') or ''}.",
         ]
         if fuzz.get("notes"):
             lines += ["", *fuzz["notes"]]
