@@ -64,6 +64,9 @@ def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str,
                 fields = line.split()
                 if fields[9] not in inodes or fields[3] == "0A":  # 0A: listening
                     continue
+                # /proc/net/tcp is read in pages while connections come and go: an entry can
+                # show twice, so each socket counts once
+                inodes.discard(fields[9])
                 local = int(fields[1].rsplit(":", 1)[1], 16)
                 remote = int(fields[2].rsplit(":", 1)[1], 16)
                 if remote in ports:
