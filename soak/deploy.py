@@ -33,7 +33,7 @@ from tests.support.redis_server import RedisServer, redis_command
 
 async def metric(port: int, name: str) -> float:
     """One value of a web process's ``GET /metrics`` (0 when it is not there)."""
-    async with httpx.AsyncClient(trust_env=False) as client:
+    async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
         text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
     for line in text.splitlines():
         if line.startswith(name + " "):
