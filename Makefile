@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := tests/interop/node_modules/.installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest bench soak clean
 
 $(STAMP): pyproject.toml examples/example-ledger/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ bench: $(STAMP)
 	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }
 	@[ bench/peers/node/node_modules/.installed -nt bench/peers/node/package-lock.json ] || { cd bench/peers/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; }
 	$(BIN)/python -m bench
+
+# Reliability in figures (docs/reliability/): faults, a soak, overload and hostile input against real
+# processes. Not part of `make test`: a full run takes under 45 minutes, SOAK_QUICK=1 about 5-7.
+soak: $(STAMP)
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }
+	$(BIN)/python -m soak
 
 clean:
 	rm -rf $(VENV) tests/interop/node_modules bench/peers/node/node_modules

@@ -100,15 +100,21 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     return merged
 
 
-def main(argv: list[str] | None = None) -> None:
-    cli = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+def mode_arguments(cli: argparse.ArgumentParser, variable: str, out: Path) -> None:
+    """``--quick`` (also ``VARIABLE=1``) and ``--out``, as ``python -m bench`` and ``python -m
+    soak`` take them."""
     cli.add_argument(
         "--quick",
         action="store_true",
-        default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
-        help="the quick mode (also BENCH_QUICK=1)",
+        default=os.environ.get(variable, "") not in ("", "0"),
+        help=f"the quick mode (also {variable}=1)",
     )
-    cli.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where results go")
+    cli.add_argument("--out", type=Path, default=out, help="where results go")
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    mode_arguments(cli, "BENCH_QUICK", DEFAULT_OUT)
     cli.add_argument(
         "--only",
         nargs="*",

@@ -104,6 +104,11 @@ def _block_number(ref: object) -> int | None:
     return None
 
 
+def _head_tag(ref: object) -> bool:
+    """Whether ``ref`` names the head (a list or an object there is no tag: unhashable, too)."""
+    return isinstance(ref, str) and ref in _HEAD_TAGS
+
+
 def _at_block(ref: object, head: int, *, default: str | None) -> Lifetime:
     if ref is None:
         ref = default
@@ -111,7 +116,7 @@ def _at_block(ref: object, head: int, *, default: str | None) -> Lifetime:
         if "blockHash" in ref:
             return Lifetime.UNTIL_REORG
         ref = ref.get("blockNumber")
-    if ref in _HEAD_TAGS:
+    if _head_tag(ref):
         return Lifetime.UNTIL_HEAD
     if ref == "earliest":
         return Lifetime.UNTIL_REORG
@@ -130,10 +135,10 @@ def _logs(args: list[object], head: int) -> Lifetime:
     end = criteria.get("toBlock", "latest")
     start = criteria.get("fromBlock", "latest")
     if _block_number(start) is None and start != "earliest":
-        return Lifetime.UNTIL_HEAD if start in _HEAD_TAGS else Lifetime.NEVER
+        return Lifetime.UNTIL_HEAD if _head_tag(start) else Lifetime.NEVER
     number = _block_number(end)
     if number is None:
-        return Lifetime.UNTIL_HEAD if end in _HEAD_TAGS else Lifetime.NEVER
+        return Lifetime.UNTIL_HEAD if _head_tag(end) else Lifetime.NEVER
     return Lifetime.UNTIL_REORG if number <= head else Lifetime.UNTIL_HEAD
 
 

@@ -41,6 +41,9 @@ class Upstream:
 
     nursery: trio.Nursery
     config: Path
+    node: ScopecastProcess | None = (
+        None  # the dev chain node itself (the soak kills and freezes it)
+    )
 
     def web(self, redis_url: str, *, port: int = 0) -> ScopecastProcess:
         """A web process (not started yet)."""
@@ -74,7 +77,7 @@ async def start_upstream(nursery: trio.Nursery, folder: Path, block_time: str) -
         f'chain = "{DEV}"\n'
         f'upstreams = [{{http = "{node.http_url()}", ws = "{node.ws_url()}"}}]\n'
     )
-    return Upstream(nursery, config)
+    return Upstream(nursery, config, node)
 
 
 @pytest.fixture

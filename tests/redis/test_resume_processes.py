@@ -33,6 +33,8 @@ SCOPES = {DEV: {"methods": ["eth_subscribe"], "notifications": ["eth_subscriptio
 
 class _Head(msgspec.Struct):
     number: str
+    hash: str = ""  # read by the soak (soak.clients), which checks the chain of parents
+    parentHash: str = ""
 
 
 class _Inner(msgspec.Struct):

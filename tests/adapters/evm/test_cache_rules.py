@@ -45,6 +45,13 @@ A = "0x" + "11" * 20
         ("eth_getFilterChanges", '["0x1"]', Lifetime.NEVER),
         ("evm_mine", "[]", Lifetime.NEVER),
         ("eth_getTransactionCount", f'["{A}","pending"]', Lifetime.NEVER),
+        # Block references of the wrong type (found by the soak's fuzzer: they raised TypeError,
+        # unhashable, and the call was answered -32603 instead of reaching the chain's checks)
+        ("eth_getBalance", f'["{A}",[1]]', Lifetime.NEVER),
+        ("eth_getBalance", f'["{A}",{{"blockNumber":[1]}}]', Lifetime.NEVER),
+        ("eth_getBlockByNumber", '[{"x":{}},false]', Lifetime.NEVER),
+        ("eth_getLogs", '[{"fromBlock":[1]}]', Lifetime.NEVER),
+        ("eth_getLogs", '[{"fromBlock":"0x1","toBlock":{"a":1}}]', Lifetime.NEVER),
     ],
 )
 def test_lifetimes(method: str, params: str, expected: Lifetime) -> None:

@@ -1,0 +1,220 @@
+"""The deployment under test, as real OS processes on 127.0.0.1: a dev chain node as the upstream, a
+``redis-server`` of its own (a free port; a system Redis on 6379 is never touched), workers (the
+first leads, the others stand by) and web processes. Built from the pieces the process tests use
+(:mod:`tests.redis.test_deployment`, :mod:`tests.support.processes`,
+:mod:`tests.redis.worker_process`); web processes run through :mod:`soak.gauged` so that their task
+count and GC pauses can be read.
+
+Every process belongs to the nursery of :func:`deployment`: leaving it (done, failed or cancelled)
+kills and reaps each one by its pid, and stops the redis-server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from bench.procs import ROOT, rss_kib
+from tests.redis.test_deployment import Upstream, lease_holder_pid, start_upstream
+from tests.redis.worker_process import WorkerProcess
+from tests.support.processes import ScopecastProcess
+from tests.support.redis_server import RedisServer, redis_command
+
+
+async def metric(port: int, name: str) -> float:
+    """One value of a web process's ``GET /metrics`` (0 when it is not there)."""
+    async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def fd_kinds(pid: int, ports: dict[int, str], own_port: int | None) -> dict[str, int]:
+    """``pid``'s fds by what they are: TCP connections to the ports named in ``ports`` (Redis, the
+    upstream), established connections to ``own_port`` (clients), other connections to it (closing:
+    a leak of closed connections would grow these), and the rest (listeners, files, pipes...)."""
+    inodes = set()
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        total += 1
+        with suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    kinds = dict.fromkeys([*ports.values(), "clients", "clients_closing"], 0)
+    for table in ("tcp", "tcp6"):
+        with suppress(OSError):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[9] not in inodes or fields[3] == "0A":  # 0A: listening
+                    continue
+                # /proc/net/tcp is read in pages while connections come and go: an entry can
+                # show twice, so each socket counts once
+                inodes.discard(fields[9])
+                local = int(fields[1].rsplit(":", 1)[1], 16)
+                remote = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote in ports:
+                    kinds[ports[remote]] += 1
+                elif local == own_port:
+                    kinds["clients" if fields[3] == "01" else "clients_closing"] += 1
+    kinds["other"] = total - sum(kinds.values())
+    return kinds
+
+
+@dataclass
+class Deployment:
+    folder: Path
+    upstream: Upstream
+    redis: RedisServer
+    workers: list[WorkerProcess] = field(default_factory=list)
+    webs: list[ScopecastProcess] = field(default_factory=list)
+
+    @property
+    def node(self) -> ScopecastProcess:
+        assert self.upstream.node is not None
+        return self.upstream.node
+
+    @property
+    def ports(self) -> list[int]:
+        return [web.port for web in self.webs if web.port is not None]
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def _gauged(self) -> Path:
+        """A ``scopecast``-like executable running :mod:`soak.gauged`."""
+        script = self.folder / "scopecast-gauged"
+        if not script.exists():
+            script.write_text(
+                f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m soak.gauged "$@"\n'
+            )
+            script.chmod(0o755)
+        return script
+
+    async def add_web(self, extra: tuple[str, ...] = ()) -> ScopecastProcess:
+        web = self.upstream.web(self.redis.url)
+        web.args.extend(extra)
+        web.executable = self._gauged()
+        # INFO, not the tests' DEBUG: thousands of connections would log a line each.
+        web.env.update({"SOAK_GAUGES": str(self.folder), "SCOPECAST_LOG_LEVEL": "INFO"})
+        await web.start()
+        self.webs.append(web)
+        return web
+
+    async def add_worker(self) -> WorkerProcess:
+        worker = await self.upstream.start_worker(self.redis.url)
+        await worker.wait_for("leading from block|standing by")
+        self.workers.append(worker)
+        return worker
+
+    async def leader(self) -> WorkerProcess:
+        pid = await lease_holder_pid(self.redis)
+        return next(w for w in self.workers if w.running and w.pid == pid)
+
+    async def redis_command(self, *args: str) -> bytes:
+        return await redis_command(self.redis.port, *args)
+
+    async def restart_redis(self) -> None:
+        """``SHUTDOWN NOSAVE``, then the same server started again on the same port."""
+        process = self.redis.process
+        assert process is not None
+        with suppress(OSError):  # it may close the connection without a reply
+            await self.redis_command("SHUTDOWN", "NOSAVE")
+        await trio.to_thread.run_sync(process.wait)
+        self.redis.process = None
+        await trio.to_thread.run_sync(self.redis.start)
+
+    def freeze(self, pid: int) -> None:
+        os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self, pid: int) -> None:
+        os.kill(pid, signal.SIGCONT)
+
+    async def head(self) -> int:
+        """The upstream node's head number."""
+        return int(await self.node.result("eth_blockNumber"), 16)
+
+    async def canonical(self, low: int, high: int) -> dict[int, str]:
+        """Block hashes of the upstream's chain, ``low`` to ``high`` (those it has)."""
+        found: dict[int, str] = {}
+        for number in range(max(low, 0), high + 1):
+            block = await self.node.result("eth_getBlockByNumber", [hex(number), False])
+            if block is None:
+                break
+            found[number] = block["hash"]
+        return found
+
+    # -- gauges ---------------------------------------------------------------------------------
+
+    async def sample_with_connections(self, web: ScopecastProcess) -> dict[str, Any] | None:
+        """:meth:`sample` and the open WebSocket connections (``scopecast_connections``)."""
+        sample = self.sample(web)
+        if sample is None or web.port is None:
+            return sample
+        with suppress(httpx.HTTPError):
+            sample["connections"] = int(await metric(web.port, "scopecast_connections"))
+        return sample
+
+    def sample(self, web: ScopecastProcess) -> dict[str, Any] | None:
+        """RSS, fds, tasks and the longest GC pause of the last second of a running web process."""
+        pid = web.pid
+        if pid is None or not web.running:
+            return None
+        sample: dict[str, Any] = {"pid": pid}
+        try:
+            sample["rss_mib"] = round(rss_kib(pid) / 1024, 1)
+            sample["fds"] = fd_count(pid)
+            ports = {self.redis.port: "redis", self.node.port or 0: "upstream"}
+            sample["fd_kinds"] = kinds = fd_kinds(pid, ports, web.port)
+            # What a leak would grow; the churn moves the established client connections.
+            sample["fds_less_clients"] = sample["fds"] - kinds["clients"]
+        except (OSError, RuntimeError):
+            return None
+        with suppress(OSError, ValueError):  # not written yet
+            sample.update(json.loads((self.folder / f"{pid}.json").read_text()))
+        return sample
+
+
+@asynccontextmanager
+async def deployment(
+    folder: Path, *, block_time: str, webs: int = 2, workers: int = 2
+) -> AsyncIterator[Deployment]:
+    """A running deployment; everything it started is stopped on the way out."""
+    folder.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
+    redis = RedisServer()
+    await trio.to_thread.run_sync(redis.start)
+    try:
+        async with trio.open_nursery() as nursery:
+            with trio.fail_after(120):
+                upstream = await start_upstream(nursery, folder, block_time)
+                found = Deployment(folder, upstream, redis)
+                for _ in range(workers):  # one at a time: the first one leads
+                    await found.add_worker()
+                for _ in range(webs):
+                    await found.add_web()
+            try:
+                yield found
+            finally:
+                for web in found.webs:  # a frozen process would not die of SIGTERM alone
+                    if web.pid is not None and web.running:
+                        found.thaw(web.pid)
+                if found.node.pid is not None and found.node.running:
+                    found.thaw(found.node.pid)
+                nursery.cancel_scope.cancel()
+    finally:
+        redis.close()

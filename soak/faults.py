@@ -1,0 +1,224 @@
+"""Faults, each repeated at random moments while session clients count every block.
+
+One deployment serves every fault; each fault gets clients of its own (half on each web process).
+A run: a random pause, the fault (and its undoing: a restart, SIGCONT), then the wait until every
+client holds a head at least as high as the upstream's head when the fault ended; then the
+upstream's chain is read and each client's heads since the run began are judged
+(:func:`soak.clients.judge`), and what the fault broke is put back (a killed web process or worker
+is started again) so the next run starts from a whole deployment.
+
+Time to recover: from the end of the fault (the kill; the restart done; SIGCONT) until the client
+receives a head at least as high as the upstream's head at that moment.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from bench.loadgen import percentile
+from soak.clients import Client, Head, connect_all, judge, until
+from soak.deploy import Deployment, fd_count
+from soak.settings import Settings
+
+Inject = Callable[[Deployment, Settings], Awaitable[Callable[[], Awaitable[None]] | None]]
+"""Breaks something and undoes it when the fault is over; returns what puts the deployment back
+together after the run (or None)."""
+
+
+async def kill_leading_worker(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
+    leader = await d.leader()
+    await leader.kill()
+    d.workers.remove(leader)
+
+    async def repair() -> None:
+        await d.add_worker()  # a new standby
+
+    return repair
+
+
+async def kill_web(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
+    web = max(d.webs, key=lambda w: fd_count(w.pid) if w.pid else 0)  # the one with more clients
+    await web.kill()
+    return web.start  # on the same port
+
+
+async def restart_redis(d: Deployment, s: Settings) -> None:
+    await d.restart_redis()
+
+
+async def kill_redis_connections(d: Deployment, s: Settings) -> None:
+    await d.redis_command("CLIENT", "KILL", "TYPE", "normal")
+
+
+async def restart_upstream(d: Deployment, s: Settings) -> None:
+    await d.node.kill()
+    await d.node.start()  # the same port; the dev chain starts again from its genesis
+
+
+async def freeze_upstream(d: Deployment, s: Settings) -> None:
+    assert d.node.pid is not None
+    d.freeze(d.node.pid)
+    try:
+        await trio.sleep(s.freeze_seconds)
+    finally:
+        d.thaw(d.node.pid)
+
+
+async def reorg_5_deep(d: Deployment, s: Settings) -> None:
+    """``evm_snapshot``, five more blocks, ``evm_revert``: the next blocks replace those five."""
+    await _reorg(d, None)
+
+
+async def _reorg(d: Deployment, during: Inject | None) -> Callable[[], Awaitable[None]] | None:
+    snapshot = await d.node.result("evm_snapshot")
+    start = await d.head()
+    while await d.head() < start + 5:  # noqa: ASYNC110 - the node has no event to wait on
+        await trio.sleep(0.1)
+    repair = await during(d, Settings(quick=True)) if during is not None else None
+    assert await d.node.result("evm_revert", [snapshot]) is True
+    return repair
+
+
+async def reorg_while_web_killed(
+    d: Deployment, s: Settings
+) -> Callable[[], Awaitable[None]] | None:
+    """The 5-deep reorg at the moment a web process is killed: its clients resume across it."""
+    return await _reorg(d, kill_web)
+
+
+@dataclass
+class Fault:
+    name: str
+    label: str
+    inject: Inject
+
+
+FAULTS = [
+    Fault("kill_leading_worker", "kill -9 of the leading worker", kill_leading_worker),
+    Fault("kill_web", "kill -9 of a web process", kill_web),
+    Fault("restart_redis", "Redis SHUTDOWN NOSAVE, started again", restart_redis),
+    Fault("kill_redis_connections", "Redis CLIENT KILL TYPE normal", kill_redis_connections),
+    Fault("freeze_upstream", "upstream node SIGSTOP, then SIGCONT", freeze_upstream),
+    Fault("reorg_5_deep", "a reorg 5 blocks deep (evm_snapshot/evm_revert)", reorg_5_deep),
+    Fault(
+        "reorg_while_web_killed",
+        "a reorg 5 blocks deep as a web process is killed",
+        reorg_while_web_killed,
+    ),
+    # Last: the dev chain lives in memory, so the node comes back with a new chain from its
+    # genesis (a chain reset, not what a real node's restart does); the faults after it would
+    # run on a chain lower than the one the broker has seen.
+    Fault(
+        "restart_upstream",
+        "upstream node kill -9, started again (the dev chain restarts from its genesis)",
+        restart_upstream,
+    ),
+]
+
+
+def _recovered(client: Client, mark: int, since: float, height: int) -> Head | None:
+    """The first head ``client`` received at or after ``since`` at least as high as ``height``."""
+    return next((h for h in client.heads[mark:] if h[0] >= since and h[1] >= height), None)
+
+
+async def _caught_up(
+    clients: list[Client], marks: list[int], since: float, height: int, seconds: float
+) -> None:
+    with trio.move_on_after(seconds):
+        await until(
+            lambda: all(
+                _recovered(c, m, since, height) for c, m in zip(clients, marks, strict=True)
+            )
+        )
+
+
+async def run_fault(
+    d: Deployment, fault: Fault, s: Settings, log: Callable[[str], None]
+) -> dict[str, Any]:
+    clients = [Client(i, d.ports, origin_prefix=f"{fault.name}-") for i in range(s.fault_clients)]
+    await connect_all(clients)
+    totals = {"lost": 0, "duplicated": 0, "out_of_order": 0, "replaced_by_reorg": 0}
+    recoveries: list[float] = []
+    not_recovered = 0
+    failures: list[str] = []
+    async with trio.open_nursery() as nursery:
+        for client in clients:
+            nursery.start_soon(client.follow)
+        await until(lambda: all(len(c.heads) >= 2 for c in clients))
+        for run in range(s.fault_runs):
+            await trio.sleep(random.uniform(*s.fault_pause))
+            marks = [len(c.heads) for c in clients]
+            try:
+                with trio.fail_after(s.freeze_seconds + 60):
+                    repair = await fault.inject(d, s)
+            except Exception as exc:  # a fault the harness could not inject is reported, not hidden
+                failures.append(f"run {run}: {exc!r}")
+                log(f"  {fault.name} run {run}: could not inject: {exc!r}")
+                continue
+            ended = time.monotonic()
+            head = await d.head()
+            await _caught_up(clients, marks, ended, head, s.recover_timeout)
+            for client, mark in zip(clients, marks, strict=True):
+                first = _recovered(client, mark, ended, head)
+                if first is not None:
+                    recoveries.append(first[0] - ended)
+                else:
+                    not_recovered += 1
+            # the blocks mined during the recovery have arrived too
+            await _caught_up(clients, marks, time.monotonic(), await d.head(), 5.0)
+            low = min((c.heads[m - 1][1] for c, m in zip(clients, marks, strict=True)), default=0)
+            high = max((c.heads[-1][1] for c in clients if c.heads), default=low)
+            chain = await d.canonical(low, high)
+            for client, mark in zip(clients, marks, strict=True):
+                verdict = judge(client.heads[mark:], client.heads[mark - 1], chain)
+                totals["lost"] += verdict.lost
+                totals["duplicated"] += verdict.duplicated
+                totals["out_of_order"] += verdict.out_of_order
+                totals["replaced_by_reorg"] += verdict.replaced
+            log(
+                f"  {fault.name} run {run + 1}/{s.fault_runs}: "
+                f"{totals} so far, not recovered {not_recovered}"
+            )
+            if repair is not None:
+                with trio.fail_after(120):
+                    await repair()
+        nursery.cancel_scope.cancel()
+    errors = [e for c in clients for e in c.errors]
+    return {
+        "name": fault.name,
+        "label": fault.label,
+        "runs": s.fault_runs - len(failures),
+        "clients": len(clients),
+        **totals,
+        "recover_p50_s": _round(percentile(recoveries, 0.5)),
+        "recover_p99_s": _round(percentile(recoveries, 0.99)),
+        "not_recovered": not_recovered,
+        "client_errors": len(errors),
+        "client_error_kinds": sorted({e.split(":")[0] for e in errors}),
+        "reconnects": sum(len(c.closes) for c in clients),
+        "failed_connect_attempts": sum(c.failed_attempts for c in clients),
+        "injection_failures": failures,
+    }
+
+
+def _round(value: float) -> float | None:
+    return None if value != value else round(value, 3)  # NaN: nothing measured
+
+
+async def run_faults(
+    d: Deployment,
+    s: Settings,
+    log: Callable[[str], None],
+    done: Callable[[dict[str, Any]], None],
+) -> None:
+    for fault in FAULTS:
+        if s.only_faults and fault.name not in s.only_faults:
+            continue
+        log(f"fault: {fault.label} ({s.fault_runs} runs, {s.fault_clients} clients)")
+        done(await run_fault(d, fault, s, log))

@@ -1,0 +1,332 @@
+"""Hostile input against a live web process while the soak runs: Hypothesis strategies for JSON-RPC
+envelopes (well-formed or not), CAIP-25 session params, log filters and raw byte garbage, sent as
+WebSocket text frames, as raw bytes on a WebSocket (broken framing) and as HTTP POST bodies.
+
+Counted: inputs sent; well-formed requests (a JSON object with ``"jsonrpc": "2.0"``, a string or
+integer ``id`` and a string ``method``) and those left without a reply carrying their id (within 10 s,
+or the connection closed before it); crashes (the web process exits, counted by the soak). A
+fuzzing connection the server closes (on garbage) is opened again: that is the server's right. The
+methods exclude those that sign, wait for an operator's approval or change the dev chain.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import trio
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from soak.http_load import HttpConnection
+from tests.support.rawws import RawWebSocket
+
+METHODS = [
+    "eth_blockNumber",
+    "eth_chainId",
+    "eth_getBalance",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getLogs",
+    "eth_call",
+    "eth_estimateGas",
+    "eth_getCode",
+    "eth_getStorageAt",
+    "eth_getTransactionCount",
+    "eth_getTransactionReceipt",
+    "eth_feeHistory",
+    "eth_newFilter",
+    "eth_newBlockFilter",
+    "eth_getFilterChanges",
+    "eth_getFilterLogs",
+    "eth_uninstallFilter",
+    "eth_subscribe",
+    "eth_unsubscribe",
+    "net_version",
+    "web3_clientVersion",
+    "wallet_createSession",
+    "wallet_getSession",
+    "wallet_revokeSession",
+    "wallet_invokeMethod",
+]
+WELL_FORMED_TIMEOUT = 10.0
+BATCH = 5000
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_hex = st.integers(min_value=0, max_value=2**70).map(hex) | st.text(
+    "0123456789abcdefx", max_size=70
+)
+_block = st.sampled_from(["latest", "earliest", "pending", "safe", "finalized"]) | _hex | _json
+_filter = st.fixed_dictionaries(
+    {},
+    optional={
+        "fromBlock": _block,
+        "toBlock": _block,
+        "blockHash": _hex,
+        "address": _hex | st.lists(_hex, max_size=3),
+        "topics": st.lists(st.none() | _hex | st.lists(_hex, max_size=3), max_size=5),
+    },
+)
+_chain = st.sampled_from(["eip155:1337", "eip155:1", "eip155", "bip122:000", ""]) | st.text(
+    max_size=16
+)
+_scope = st.fixed_dictionaries(
+    {},
+    optional={
+        "methods": st.lists(st.sampled_from(METHODS) | st.text(max_size=12), max_size=4),
+        "notifications": st.lists(st.sampled_from(["eth_subscription"]) | st.text(), max_size=2),
+        "accounts": st.lists(st.text(max_size=60), max_size=2),
+        "references": st.lists(st.text(max_size=10), max_size=2),
+    },
+)
+_caip25 = st.fixed_dictionaries(
+    {},
+    optional={
+        "optionalScopes": st.dictionaries(_chain, _scope, max_size=3) | _json,
+        "requiredScopes": st.dictionaries(_chain, _scope, max_size=2) | _json,
+        "sessionProperties": _json,
+    },
+)
+_params = st.one_of(
+    st.lists(_json, max_size=4),
+    st.tuples(_block, st.booleans()).map(list),
+    st.tuples(_filter).map(list),
+    st.tuples(st.sampled_from(["newHeads", "logs", "newPendingTransactions", "x"]), _filter).map(
+        list
+    ),
+    _caip25,
+    st.fixed_dictionaries(
+        {
+            "scope": _chain,
+            "request": st.fixed_dictionaries(
+                {"method": st.sampled_from(METHODS) | st.text(max_size=12)},
+                optional={"params": st.lists(_json, max_size=3) | st.tuples(_filter).map(list)},
+            ),
+        }
+    ),
+    _json,
+)
+_id = st.integers(min_value=-(2**63), max_value=2**63) | st.text(max_size=20)
+_envelope = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "id": _id, "method": st.sampled_from(METHODS)},
+    optional={"params": _params},
+)
+_broken = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2]) | _json,
+        "id": _json,
+        "method": st.sampled_from(METHODS) | _json,
+        "params": _params,
+    },
+)
+_text = st.one_of(
+    _envelope.map(json.dumps),
+    _broken.map(json.dumps),
+    st.lists(_envelope, max_size=5).map(json.dumps),  # batches
+    st.text(max_size=200),
+)
+INPUTS = st.one_of(
+    st.tuples(st.just("ws"), _text.map(str.encode)),
+    st.tuples(st.just("http"), _text.map(str.encode)),
+    st.tuples(st.just("ws"), st.binary(max_size=200)),
+    st.tuples(st.just("http"), st.binary(max_size=200)),
+    st.tuples(st.just("raw"), st.binary(min_size=1, max_size=200)),
+)
+
+
+def generate(count: int, batch: int) -> list[tuple[str, bytes]]:
+    """``count`` inputs drawn from :data:`INPUTS` (generation only: nothing to shrink), the
+    ``batch``-th lot of a run (each lot its own seed)."""
+    found: list[tuple[str, bytes]] = []
+
+    @seed(batch)
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(INPUTS)
+    def collect(value: tuple[str, bytes]) -> None:
+        found.append(value)
+
+    collect()
+    return found
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def well_formed(data: bytes) -> Any:
+    """The id of a well-formed single request, else None."""
+    try:
+        message = json.loads(data, parse_constant=_not_json)  # NaN, Infinity: Python's, not JSON
+        # Strings with unpaired surrogate escapes ("\\ud800") are valid JSON syntax but not text
+        # (RFC 8259 8.2): the server answers them -32700, id null, like any other unreadable body.
+        json.dumps(message, ensure_ascii=False).encode()
+    except (ValueError, UnicodeEncodeError):
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("jsonrpc") == "2.0"
+        and isinstance(message.get("id"), (int, str))
+        and not isinstance(message.get("id"), bool)
+        and isinstance(message.get("method"), str)
+    ):
+        return message["id"]
+    return None
+
+
+class Fuzzer:
+    def __init__(self, port: int, inputs: int, log: Callable[[str], None]) -> None:
+        self.port = port
+        self.inputs = inputs
+        self.log = log
+        self.sent = 0
+        self.well_formed = 0
+        self.unanswered: list[str] = []
+        self.closed_by_server = 0
+        self.refused_handshakes: list[str] = []
+        self.http_status: dict[int, int] = {}
+        self.kinds: dict[str, int] = {}
+        self.finished = False
+
+    async def run(self) -> None:
+        """Send every input: well-formed requests on a connection of their own (waiting for each
+        reply), the rest on another one, read by a task of its own and opened again once closed."""
+        http = HttpConnection(self.port)
+        clean: RawWebSocket | None = None
+        dirty: RawWebSocket | None = None
+        send, receive = trio.open_memory_channel[tuple[str, bytes]](BATCH)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._generate, send)
+                async for kind, data in receive:
+                    self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                    self.sent += 1
+                    if kind == "http":
+                        await self._http(http, data)
+                    elif kind == "ws" and well_formed(data) is not None:
+                        clean = clean or await self._connect()
+                        if clean is None:
+                            self.unanswered.append(f"ws {data[:80]!r}: no connection")
+                        elif not await self._request(clean, data):
+                            clean.close()
+                            clean = None
+                    else:
+                        if dirty is None or dirty.close_code is not None:
+                            if dirty is not None:
+                                dirty.close()
+                            dirty = await self._connect()
+                            if dirty is None:
+                                continue
+                            nursery.start_soon(self._drain, dirty)
+                        try:
+                            if kind == "raw":
+                                await dirty.sock.send(data)
+                            else:
+                                await dirty.send_text(data)
+                        except OSError:
+                            dirty.close_code = 1006
+                self.finished = True
+                nursery.cancel_scope.cancel()
+        finally:
+            for conn in (clean, dirty):
+                if conn is not None:
+                    conn.close()
+            with trio.CancelScope(shield=True):
+                await http.aclose()
+
+    async def _generate(self, send: trio.MemorySendChannel[tuple[str, bytes]]) -> None:
+        """Lots of BATCH inputs, each generated in a thread while the previous one is sent."""
+        async with send:
+            for batch, start in enumerate(range(0, self.inputs, BATCH)):
+                count = min(BATCH, self.inputs - start)
+                for value in await trio.to_thread.run_sync(generate, count, batch):
+                    await send.send(value)
+
+    async def _connect(self) -> RawWebSocket | None:
+        """A fuzzing connection; a refused or cut handshake is counted (a finding), not fatal."""
+        try:
+            return await RawWebSocket.connect(self.port, "/ws/v3/dev")
+        except (OSError, ConnectionError) as exc:
+            self.refused_handshakes.append(repr(exc))
+            return None
+
+    async def _drain(self, ws: RawWebSocket) -> None:
+        """Read (and drop) what the server sends on the hostile connection until it closes it."""
+        try:
+            while (frame := await ws.frame()) is not None and frame[0] != 0x8:
+                if frame[0] == 0x9:
+                    await ws.send_text(frame[1], opcode=0xA)
+        except (OSError, trio.ClosedResourceError):
+            pass
+        self.closed_by_server += 1
+        ws.close_code = ws.close_code or 1006
+
+    async def _http(self, http: HttpConnection, data: bytes) -> None:
+        wanted = well_formed(data)
+        self.well_formed += wanted is not None
+        try:
+            status, body = await http.post("/v3/dev", data)
+        except (OSError, ConnectionError) as exc:
+            if wanted is not None:
+                self.unanswered.append(f"http {data[:80]!r}: {exc!r}")
+            return
+        self.http_status[status] = self.http_status.get(status, 0) + 1
+        if wanted is None:
+            return
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            reply = None
+        if not (isinstance(reply, dict) and reply.get("id") == wanted):
+            self.unanswered.append(f"http {data[:80]!r}: {status} {body[:80]!r}")
+
+    async def _request(self, ws: RawWebSocket, data: bytes) -> bool:
+        """A well-formed request and its reply; False if the connection ended without one."""
+        wanted = well_formed(data)
+        self.well_formed += 1
+        try:
+            await ws.send_text(data)
+            with trio.move_on_after(WELL_FORMED_TIMEOUT):
+                while (frame := await ws.frame()) is not None and frame[0] != 0x8:
+                    if frame[0] == 0x9:
+                        await ws.send_text(frame[1], opcode=0xA)
+                        continue
+                    try:
+                        reply = json.loads(frame[1])
+                    except ValueError:
+                        continue
+                    if isinstance(reply, dict) and reply.get("id") == wanted:
+                        return True
+        except OSError:
+            pass
+        self.unanswered.append(f"ws {data[:80]!r} (close {ws.close_code})")
+        return False
+
+    def figures(self, *, crashes: int, bystanders_disconnected: int) -> dict[str, Any]:
+        return {
+            "inputs": self.sent,
+            "crashes": crashes,
+            "well_formed": self.well_formed,
+            "unanswered": len(self.unanswered),
+            "unanswered_examples": self.unanswered[:5],
+            "bystanders_disconnected": bystanders_disconnected,
+            "kinds": self.kinds,
+            "http_status": self.http_status,
+            "fuzz_connections_closed_by_server": self.closed_by_server,
+            "handshakes_refused": len(self.refused_handshakes),
+            "handshake_refusals": self.refused_handshakes[:5],
+            "finished": self.finished,
+        }

@@ -1,0 +1,361 @@
+"""docs/reliability/README.md and its plots, from ``results.json``: every target, met or not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+RSS_GROWTH_TARGET = 5.0  # % over the last half of the soak
+# The overload's documented memory bound for its one web process: a base (an idle web process is
+# ~80 MiB) plus 32 KiB a connection (a quick run measured ~9 KiB a session connection with a
+# newHeads subscription: the bound leaves room for backlogs of slow consumers up to the outbox limit).
+OVERLOAD_BASE_MIB = 150
+OVERLOAD_KIB_PER_CONNECTION = 32
+
+
+def overload_bound_mib(connections: int) -> float:
+    return OVERLOAD_BASE_MIB + connections * OVERLOAD_KIB_PER_CONNECTION / 1024
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for fault in results.get("faults", []):
+        counts = (fault["lost"], fault["duplicated"], fault["out_of_order"])
+        found.append(
+            {
+                "target": f"{fault['label']}: 0 blocks lost / duplicated / out of order, "
+                "every client recovered",
+                "measured": f"{counts[0]} / {counts[1]} / {counts[2]} over {fault['runs']} runs "
+                f"x {fault['clients']} clients; not recovered {fault['not_recovered']}",
+                "met": counts == (0, 0, 0) and fault["not_recovered"] == 0 and fault["runs"] > 0,
+            }
+        )
+    soak = results.get("soak")
+    if soak:
+        growth = soak.get("rss_growth_pct")
+        found.append(
+            {
+                "target": f"soak: RSS growth over the last half under {RSS_GROWTH_TARGET:.0f} %",
+                "measured": f"{growth} % (web processes, worst)",
+                "met": growth is not None and growth < RSS_GROWTH_TARGET,
+            }
+        )
+        fds = soak.get("fd_growth")
+        found.append(
+            {
+                "target": "soak: no fd growth over the last half",
+                "measured": f"{fds} fds (worst web process)",
+                "met": fds is not None and fds <= 0,
+            }
+        )
+    fuzz = results.get("fuzz")
+    if fuzz:
+        found.append(
+            {
+                "target": "hostile input: 0 crashes, every well-formed request answered, "
+                "no bystander disconnected",
+                "measured": f"{fuzz['inputs']} inputs: {fuzz['crashes']} crashes, "
+                f"{fuzz['unanswered']} unanswered, "
+                f"{fuzz['bystanders_disconnected']} bystanders disconnected",
+                "met": fuzz["crashes"] == 0
+                and fuzz["unanswered"] == 0
+                and fuzz["bystanders_disconnected"] == 0,
+            }
+        )
+    overload = results.get("overload")
+    if overload:
+        found.append(
+            {
+                "target": "overload: the process stays up, every slow consumer closed with 4008, "
+                "no other client misses a head, RSS under "
+                f"{OVERLOAD_BASE_MIB} MiB + {OVERLOAD_KIB_PER_CONNECTION} KiB a connection "
+                f"({overload_bound_mib(overload['connections']):.0f} MiB)",
+                "measured": f"{overload['connections']} connections: alive {overload['alive']}, "
+                f"4008 {overload['slow_closed_4008']} of {overload['slow_consumers']}, "
+                f"missing heads {overload['bystanders_missing_heads']}, "
+                f"RSS {overload['rss_mib']} MiB",
+                "met": overload["alive"]
+                and overload["slow_closed_4008"] == overload["slow_consumers"]
+                and overload["bystanders_missing_heads"] == 0
+                and overload["rss_mib"] < overload_bound_mib(overload["connections"]),
+            }
+        )
+    return found
+
+
+def _plot_soak(soak: dict[str, Any], out: Path) -> str | None:
+    samples = soak.get("samples")
+    if not samples:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    panels = [
+        ("rss_mib", "RSS (MiB)"),
+        ("fds_less_clients", "fds other than established client connections"),
+        ("tasks", "trio tasks"),
+        ("gc_max_pause_ms", "longest GC pause of the last 10 s, wall time (ms)"),
+    ]
+    for axis, (key, title) in zip(axes.flat, panels, strict=True):
+        for web in sorted({s["web"] for s in samples}):
+            points = [(s["t"], s[key]) for s in samples if s["web"] == web and key in s]
+            if points:
+                axis.plot(*zip(*points, strict=True), marker=".", label=f"web {web}")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    for axis in axes[1]:
+        axis.set_xlabel("seconds into the soak")
+    figure.suptitle(
+        f"soak: {soak['connections']} session connections, {soak['minutes']} min "
+        f"({soak.get('mode', '')})"
+    )
+    figure.tight_layout()
+    name = "soak.png"
+    figure.savefig(out / name, dpi=90)
+    plt.close(figure)
+    return name
+
+
+def _fd_trajectory(soak: dict[str, Any]) -> list[str]:
+    """Each web process's fds by kind at the start, the middle and the end: whether a difference
+    is a trend, a pool growing to the load, or connections mid-close at the moment of a sample."""
+    lines = [
+        "| web process | sample | fds | client connections (established / closing) | Redis "
+        "| upstream | other |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for web in sorted({s["web"] for s in soak.get("samples", [])}):
+        mine = [s for s in soak["samples"] if s["web"] == web and "fd_kinds" in s]
+        if not mine:
+            continue
+        for label, sample in (
+            ("start", mine[0]),
+            ("middle", mine[len(mine) // 2]),
+            ("end", mine[-1]),
+        ):
+            kinds = sample["fd_kinds"]
+            lines.append(
+                f"| {web} | {label} ({sample['t']} s) | {sample['fds']} | {kinds.get('clients')} / "
+                f"{kinds.get('clients_closing')} | "
+                f"{kinds.get('redis')} | {kinds.get('upstream')} | {kinds.get('other')} |"
+            )
+    return lines if len(lines) > 2 else []
+
+
+_UPSTREAM_RESTART_NOTE = [
+    "**The upstream restart is a chain reset here, not a restart.** The embedded dev chain lives in "
+    "memory, so the node comes back at its genesis with other hashes (a real node restarts with "
+    "its chain; `scopecast serve` has no way to keep it). The broker does not follow a head that "
+    "goes backwards: no client receives a head until the new chain is higher than the one the "
+    "broker had delivered (at 0.5 s blocks, about as long again as the chain had run, beyond the "
+    "recover timeout, hence *not recovered*); then delivery resumes (a development run with this "
+    "fault before the freeze saw the freeze's clients get every block of the new chain). It runs "
+    "last so that the other faults run on a chain the broker follows. The realistic upstream "
+    "outage is the freeze.",
+]
+
+
+_ABOUT = [
+    "## What this suite does not show",
+    "",
+    "- The quick mode is smaller than the issue's figures (100 clients per fault and 2 runs, 1,000 "
+    "soak connections for 3 minutes, 5,000 overload connections, 5,000 fuzz inputs) and takes "
+    "longer than the 5 minutes asked (the run's duration is at the top): the 3-minute soak, eight "
+    "faults twice and the overload do not fit in 5 on two shared cores. Only a full run "
+    "(`make soak`) gives the issue's sizes.",
+    "- The soak's clients, HTTP load and fuzzer run in one trio process (the harness); on a busy "
+    "machine it sends fewer HTTP requests than asked (the rate achieved is reported). The "
+    "overload's bystanders are held by a `bench.loadgen` process (epoll) instead: a trio client "
+    "reading 19,000 connections falls behind a block a second and becomes a slow consumer itself.",
+    "- Overload at 20,000 connections is out of reach on this machine: the fd hard limit "
+    "(`ulimit -Hn`) is 20,000 for the web process and for the harness alike, so the full mode "
+    "opens 19,000. The web process's `outbox_limit_bytes` is lowered to 16 KiB so that slow "
+    "consumers are given up on within the run (with the default 4 MiB at a block a second that "
+    "takes about an hour).",
+    "- A slow consumer sees its 4008 only if it reads within the server's 2 s close grace after "
+    "being given up on: the harness watches `scopecast_slow_consumer_disconnects_total` and lets "
+    "every slow consumer read for 2.5 s each time it rises (the others then stall again).",
+    "- Trio task counts and GC pauses come from a wrapper (`soak/gauged.py`: a trio instrument and "
+    "`gc.callbacks` in the web process), not from `/metrics`, which has neither.",
+    "- Timings (recovery, GC pauses in wall time) are taken on a machine shared with other work: "
+    "they are noisy, and the wall-time GC pauses include time the process was not scheduled.",
+]
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def _fault_table(faults: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| fault | runs x clients | lost | duplicated | out of order | recover p50 / p99 (s) "
+        "| not recovered | client errors | reconnects | heads replaced by a reorg |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in faults:
+        kinds = f", {', '.join(f['client_error_kinds'])}" if f["client_error_kinds"] else ""
+        lines.append(
+            f"| {f['label']} | {f['runs']} x {f['clients']} | {f['lost']} | {f['duplicated']} | "
+            f"{f['out_of_order']} | {_fmt(f['recover_p50_s'])} / {_fmt(f['recover_p99_s'])} | "
+            f"{f['not_recovered']} | {f['client_errors']}{kinds} | {f['reconnects']} | "
+            f"{f.get('replaced_by_reorg', 0)} |"
+        )
+    return lines
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    m = results["machine"]
+    lines = [
+        "# Reliability in figures",
+        "",
+        "Written by `make soak` (`python -m soak`; `SOAK_QUICK=1` for the quick mode) from "
+        "`results.json` beside this file. Everything runs on this machine's loopback as real "
+        "processes: a `scopecast serve` dev chain node as the upstream, a `redis-server` of the "
+        "suite's own, two workers (one leads, one stands by) and two web processes "
+        "(`serve --role web`); the clients are raw WebSocket sessions (CAIP-25 "
+        "`wallet_createSession`, then `eth_subscribe newHeads` through `wallet_invokeMethod`) "
+        "that resume with `?resume=<cursor>` when dropped and keep every head they receive.",
+        "",
+        f"Run: {results.get('mode')} mode, {results.get('date')}, "
+        f"{results.get('seconds', '?')} s. Machine: {m.get('cpu')}, {m.get('cores')} cores, "
+        f"{m.get('memory_gib')} GiB, Linux {m.get('kernel')}, Python {m.get('python')}; load "
+        f"average {m.get('load_average_at_start')} at the start. **The machine is shared with "
+        "other work, so timings are noisy**; a quick run is smaller and shorter than a full one "
+        "(settings below).",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+    ]
+    for t in results.get("targets", []):
+        lines.append(f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
+    faults = results.get("faults")
+    if faults:
+        lines += [
+            "",
+            "## Faults",
+            "",
+            "Each fault is injected at a random moment, repeated; clients split over both web "
+            "processes. Blocks are judged against the upstream's chain after each run: *lost* is a "
+            "block of the final chain between the last head a client had before the fault and the "
+            "highest it has after that never arrived; *duplicated* the same block hash twice; *out "
+            "of order* a head whose parent the client never saw at a height not above the previous "
+            "one. *Recover*: from the end of the fault (the kill; the restart done; SIGCONT) until "
+            "the client receives a head at least as high as the upstream's head at that moment "
+            "(blocks come every "
+            f"{results.get('settings', {}).get('fault_block_time')} s, which bounds it from "
+            "below). *Client errors*: resumes that were not complete, error replies, unexpected "
+            "close codes. Failed connect attempts (to a process that is down) are not errors.",
+            "",
+            *_fault_table(faults),
+        ]
+        if any(f["name"] == "restart_upstream" for f in faults):
+            lines += ["", *_UPSTREAM_RESTART_NOTE]
+    soak = results.get("soak")
+    if soak:
+        plot = _plot_soak(soak, out)
+        lines += [
+            "",
+            "## Soak",
+            "",
+            f"{soak['connections']} session connections for {soak['minutes']} min, a block every "
+            f"{results.get('settings', {}).get('block_time')} s, {soak['churn_per_second']} "
+            f"connections a second closed and resumed, {soak['http_per_second']} HTTP requests a "
+            "second of mixed node queries. Sampled every "
+            f"{soak['sample_every_s']} s per web process. Growth: the median of the last three "
+            "samples against the median of the three around the middle of the run; fd growth is "
+            "that of the fds other than established client connections (read from `/proc` in one "
+            "go: closing connections, Redis and upstream connections, files), since the churn moves "
+            "the established ones at every instant. GC pauses are timed by `gc.callbacks` inside the web process "
+            "(`soak/gauged.py`), in wall time and in the thread's CPU time: on this shared machine "
+            "the wall time includes the time the process was not scheduled.",
+            "",
+            "| web process | RSS growth (last half) | fd growth | longest GC pause, wall / CPU (ms) "
+            "| RSS at end (MiB) | tasks at end |",
+            "|---|---|---|---|---|---|",
+        ]
+        for web, figures in sorted(soak.get("per_web", {}).items()):
+            lines.append(
+                f"| {web} | {figures['rss_growth_pct']} % | {figures['fd_growth']} | "
+                f"{figures['max_gc_pause_ms']} / {figures.get('max_gc_pause_cpu_ms')} | "
+                f"{figures.get('rss_mib_end')} | {figures.get('tasks_end')} |"
+            )
+        lines += ["", *_fd_trajectory(soak)]
+        lines += [
+            "",
+            f"Heads: {soak.get('heads_checked')} clients judged, lost "
+            f"{soak.get('lost')}, duplicated {soak.get('duplicated')}, out of order "
+            f"{soak.get('out_of_order')}; churn reconnects {soak.get('churned')}; HTTP answered "
+            f"{soak.get('http_answered')} of {soak.get('http_sent')} "
+            f"({soak.get('http_errors')} errors; {soak.get('http_per_second_achieved')} a second "
+            f"achieved of the {soak['http_per_second']} asked: the harness is one trio process and "
+            f"falls short when the machine is busy); client errors {soak.get('client_errors')}.",
+        ]
+        if plot:
+            lines += ["", f"![soak]({plot})"]
+    fuzz = results.get("fuzz")
+    if fuzz:
+        lines += [
+            "",
+            "## Hostile input",
+            "",
+            f"{fuzz['inputs']} inputs sent to a web process during the soak "
+            f"({fuzz.get('kinds')}); {fuzz['crashes']} crashes (a web process exiting), "
+            f"{fuzz['unanswered']} well-formed requests unanswered (of {fuzz.get('well_formed')}), "
+            f"{fuzz['bystanders_disconnected']} bystanders disconnected (the soak's clients, "
+            "which must only ever be closed by the churn). Fuzzing connections the server closed "
+            f"(its right, on garbage): {fuzz.get('fuzz_connections_closed_by_server')}; new "
+            f"fuzzing connections whose handshake was refused or cut: "
+            f"{fuzz.get('handshakes_refused', 0)} {fuzz.get('handshake_refusals') or ''}.",
+        ]
+        if fuzz.get("notes"):
+            lines += ["", *fuzz["notes"]]
+    overload = results.get("overload")
+    if overload:
+        lines += [
+            "",
+            "## Overload",
+            "",
+            f"{overload['connections']} session connections on one web process (the machine's fd "
+            f"limit is {results.get('fd_limit')}, for the server and for the clients), one in "
+            f"{overload.get('slow_every')} a slow consumer that stops reading. Alive: "
+            f"{overload['alive']}; slow consumers closed with 4008: "
+            f"{overload['slow_closed_4008']} of {overload['slow_consumers']}; other clients "
+            f"missing a head: {overload['bystanders_missing_heads']}; RSS {overload['rss_mib']} "
+            f"MiB (bound: {OVERLOAD_BASE_MIB} MiB + {OVERLOAD_KIB_PER_CONNECTION} KiB a "
+            f"connection, {overload_bound_mib(overload['connections']):.0f} MiB).",
+        ]
+        if overload.get("notes"):
+            lines += ["", *overload["notes"]]
+    lines += ["", *_ABOUT]
+    lines += [
+        "",
+        "## Settings of this run",
+        "",
+        "```json",
+        *_json_lines(results.get("settings", {})),
+        "```",
+        "",
+    ]
+    if results.get("partial_runs"):
+        lines += [
+            "Parts measured again later (`python -m soak --only ...`), with their own settings; "
+            "each part above carries its date and mode in `results.json`:",
+            "",
+            "```json",
+            *_json_lines(results["partial_runs"]),
+            "```",
+            "",
+        ]
+    (out / "README.md").write_text("\n".join(lines))
+
+
+def _json_lines(value: Any) -> list[str]:
+    import json
+
+    return json.dumps(value, indent=2).splitlines()

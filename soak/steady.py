@@ -1,0 +1,172 @@
+"""The soak: N session connections over both web processes for M minutes, a block every second, 50
+connections a second closed (a clean close handshake) and resumed with their cursor, 200 HTTP
+requests a second of mixed node queries, and the fuzzer (:mod:`soak.fuzz`) against the first web
+process all along. RSS, fds, trio tasks and GC pauses of each web process are sampled every 10 s;
+growth is measured over the last half (the median of the last three samples against the median of
+the three around the middle); fd growth is that of the fds other than established client
+connections, read in the same instant from /proc (the churn moves those; connections left closing,
+Redis and upstream connections and files count). At the end every client's heads are judged against the upstream's
+chain, as in the faults."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from soak.clients import Client, connect_all, judge
+from soak.deploy import Deployment
+from soak.fuzz import Fuzzer
+from soak.http_load import QueryLoad
+from soak.settings import Settings
+
+if TYPE_CHECKING:
+    from soak.cli import Results
+
+
+async def _churn(clients: list[Client], per_second: int) -> int:
+    """Close ``per_second`` random connected clients every second (they resume); runs until
+    cancelled, counting the closes in the returned list's length via ``churned``."""
+    rng = random.Random(7)
+    deadline = trio.current_time()
+    while True:
+        deadline += 1.0
+        for client in rng.sample(clients, min(per_second, len(clients))):
+            # only clients with a cursor: one churned before its first head could not resume
+            if client.connected and client.conn and client.cursor and not client.churning:
+                client.churning = True
+                try:
+                    await client.conn.send_text(b"\x03\xe8", opcode=0x8)  # close, 1000
+                except OSError:
+                    client.churning = False
+        await trio.sleep_until(deadline)
+
+
+def _growth(samples: list[dict[str, Any]], key: str) -> float | None:
+    values: list[float] = [s[key] for s in samples if key in s]
+    if len(values) < 4:
+        return None
+    middle = len(values) // 2
+    at_middle = float(statistics.median(values[max(0, middle - 1) : middle + 2]))
+    at_end = float(statistics.median(values[-3:]))
+    return (
+        round(at_end - at_middle, 1)
+        if key != "rss_mib"
+        else round((at_end / at_middle - 1) * 100, 2)
+    )
+
+
+async def run_soak(
+    d: Deployment, s: Settings, log: Callable[[str], None], results: Results
+) -> dict[str, Any]:
+    clients = [Client(i, d.ports, origin_prefix="soak-") for i in range(s.soak_connections)]
+    log(f"soak: connecting {len(clients)} session clients")
+    connecting = time.monotonic()
+    await connect_all(clients)
+    log(f"  connected in {time.monotonic() - connecting:.1f} s")
+    latest = await d.node.result("eth_getBlockByNumber", ["latest", True])
+    head = int(latest["number"], 16)
+    queries = QueryLoad(
+        d.ports,
+        s.http_per_second,
+        head,
+        [latest["hash"]],
+        [tx["hash"] for tx in latest["transactions"]] or [latest["hash"]],
+    )
+    fuzzer = Fuzzer(d.ports[0], s.fuzz_inputs, log)
+    samples: list[dict[str, Any]] = []
+    seconds = s.soak_minutes * 60
+    started = time.monotonic()
+    async with trio.open_nursery() as nursery:
+        for client in clients:
+            nursery.start_soon(client.follow)
+        nursery.start_soon(_churn, clients, s.churn_per_second)
+        nursery.start_soon(queries.run)
+        nursery.start_soon(fuzzer.run)
+        while (elapsed := time.monotonic() - started) < seconds:
+            for index, web in enumerate(d.webs):
+                sample = await d.sample_with_connections(web)
+                if sample is not None:
+                    samples.append({"t": round(elapsed, 1), "web": index, **sample})
+            log(
+                f"  {elapsed:5.0f} s: "
+                + "; ".join(
+                    f"web {x['web']} {x['rss_mib']} MiB {x['fds']} fds {x.get('tasks')} tasks"
+                    for x in samples[-len(d.webs) :]
+                )
+                + f"; http {queries.answered}/{queries.sent}; fuzz {fuzzer.sent}"
+            )
+            await trio.sleep(s.sample_every)
+        nursery.cancel_scope.cancel()
+    ran = time.monotonic() - started
+    crashed = [i for i, web in enumerate(d.webs) if not web.running]
+    top = max(h[1] for c in clients for h in c.heads[-1:])
+    low = min(c.heads[0][1] for c in clients if c.heads)
+    chain = await d.canonical(low, top)
+    lost = duplicated = out_of_order = 0
+    for client in clients:
+        verdict = judge(client.heads, None, chain)
+        lost += verdict.lost
+        duplicated += verdict.duplicated
+        out_of_order += verdict.out_of_order
+    per_web: dict[str, dict[str, Any]] = {}
+    for index in range(len(d.webs)):
+        mine = [x for x in samples if x["web"] == index]
+        per_web[str(index)] = {
+            "rss_growth_pct": _growth(mine, "rss_mib"),
+            "fd_growth": _growth(mine, "fds_less_clients"),
+            "fd_growth_raw": _growth(mine, "fds"),
+            "max_gc_pause_ms": max((x.get("gc_max_pause_ms_ever", 0) for x in mine), default=None),
+            "max_gc_pause_cpu_ms": max(
+                (x.get("gc_max_pause_cpu_ms_ever", 0) for x in mine), default=None
+            ),
+            "rss_mib_end": mine[-1]["rss_mib"] if mine else None,
+            "tasks_end": mine[-1].get("tasks") if mine else None,
+        }
+    growths = [w["rss_growth_pct"] for w in per_web.values() if w["rss_growth_pct"] is not None]
+    fd_growths = [w["fd_growth"] for w in per_web.values() if w["fd_growth"] is not None]
+    # The soak's clients are the fuzzer's bystanders: only the churn may close them.
+    unexpected = [e for c in clients for e in c.errors]
+    results.part(
+        "fuzz",
+        fuzzer.figures(
+            crashes=len(crashed), bystanders_disconnected=sum(c.unexpected_closes for c in clients)
+        ),
+    )
+    return {
+        "mode": "quick" if s.quick else "full",
+        "connections": len(clients),
+        "minutes": s.soak_minutes,
+        "churn_per_second": s.churn_per_second,
+        "http_per_second": s.http_per_second,
+        "sample_every_s": s.sample_every,
+        "rss_growth_pct": max(growths) if growths else None,
+        "fd_growth": max(fd_growths) if fd_growths else None,
+        "max_gc_pause_ms": max(
+            (w["max_gc_pause_ms"] for w in per_web.values() if w["max_gc_pause_ms"] is not None),
+            default=None,
+        ),
+        "max_gc_pause_cpu_ms": max(
+            (w["max_gc_pause_cpu_ms"] or 0 for w in per_web.values()), default=None
+        ),
+        "per_web": per_web,
+        "crashed_webs": crashed,
+        "heads_checked": len(clients),
+        "lost": lost,
+        "duplicated": duplicated,
+        "out_of_order": out_of_order,
+        "churned": sum(len(c.closes) for c in clients),
+        "client_errors": len(unexpected),
+        "client_error_kinds": sorted({e.split(":")[0] for e in unexpected}),
+        "http_sent": queries.sent,
+        # the harness is one trio process: on a busy machine it may send fewer than asked
+        "http_per_second_achieved": round(queries.sent / ran, 1),
+        "http_answered": queries.answered,
+        "http_errors": len(queries.errors),
+        "http_error_examples": queries.errors[:5],
+        "samples": samples,
+    }
