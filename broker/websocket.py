@@ -158,6 +158,8 @@ class WebSocketConnection:
             sock = self._stream.socket
             fd = sock.fileno()
             while True:
+                if sock.fileno() < 0:
+                    break  # _finish_close closed it while a call held the reader
                 # wait_readable + os.read keeps an idle connection's suspended call chain to two
                 # frames (a socket's recv() holds several more, for every idle dapp).
                 try:

@@ -70,6 +70,10 @@ def notification_frames(
     sessions: dict[str, _Framing] = {}
     others: dict[tuple[str | None, int], _Framing] = {}
     cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
+    last_positions: bytes | None = None
+    last_framing: _Framing | None = None
+    last_size = -1
+    last_shared: tuple[bytes, bytes, bytes] = (b"", b"", b"")
     evm = notification == EVM_NOTIFICATION
     for sub in list(subs):
         scope = sub.scope
@@ -101,22 +105,29 @@ def notification_frames(
         if state is None:
             yield sub.conn, framing.pre + sub.id_json + framing.post
             continue
-        # With a cursor: the parts every subscriber shares are built once per event.
+        # With a cursor: the parts every subscriber shares are built once per event (and the
+        # subscriber before usually shares them: checked by identity, before the dict).
         positions = state.positions()
-        key = (id(framing), positions, len(sub.id_json) + len(state.prefix))
-        shared = cursored.get(key)
-        if shared is None:
-            length = (
-                len(framing.pre_body)
-                + len(framing.mid)
-                + len(positions)
-                + len(_CURSOR_END)
-                + key[2]
-            )
-            shared = cursored[key] = (
-                frames.frame_header(frames.OP_TEXT, length) + framing.pre_body,
-                framing.mid,
-                positions + _CURSOR_END,
-            )
+        size = len(sub.id_json) + len(state.prefix)
+        if positions is last_positions and framing is last_framing and size == last_size:
+            shared = last_shared
+        else:
+            key = (id(framing), positions, size)
+            found_shared = cursored.get(key)
+            if found_shared is None:
+                length = (
+                    len(framing.pre_body)
+                    + len(framing.mid)
+                    + len(positions)
+                    + len(_CURSOR_END)
+                    + size
+                )
+                found_shared = cursored[key] = (
+                    frames.frame_header(frames.OP_TEXT, length) + framing.pre_body,
+                    framing.mid,
+                    positions + _CURSOR_END,
+                )
+            shared = last_shared = found_shared
+            last_positions, last_framing, last_size = positions, framing, size
         head, mid, tail = shared
         yield sub.conn, b"".join((head, sub.id_json, mid, state.prefix, tail))

@@ -285,3 +285,38 @@ async def test_requests_that_arrive_together_are_answered_in_order(node: Running
                 assert [reply["id"] for reply in replies] == ids
         finally:
             conn.close()
+
+
+async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One call at a time: a second session request waits inline in the reader while the first
+    # waits for the operator; the peer answers no ping, so the server closes the socket under the
+    # reader; when the requests time out, the reader must end without an error.
+    config = Config(server=ServerConfig(ping_interval=0.2, max_inflight=1, approval_timeout=1.0))
+    with trio.fail_after(30):
+        async with running_broker("--approval", "manual", config=config) as node:
+            mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+            try:
+                for i in (1, 2):
+                    await mute.call(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": i,
+                            "method": "wallet_createSession",
+                            "params": {"optionalScopes": {"eip155:1337": {"methods": []}}},
+                        }
+                    )
+                while (await mute.frame()) is not None:
+                    pass
+                assert mute.close_code == frames.CLOSE_PING_TIMEOUT
+            finally:
+                mute.close()
+            while node.broker.connections:  # noqa: ASYNC110 - until the reader has ended
+                await trio.sleep(0.1)
+            assert await node.rpc("eth_chainId", []) == {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "result": "0x539",
+            }
+    assert "connection handler failed" not in caplog.text
