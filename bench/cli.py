@@ -22,6 +22,7 @@ from typing import Any
 
 from bench import payloads, report
 from bench.http_wrk import run_http
+from bench.limiter import run_limiter
 from bench.procs import ROOT
 from bench.replay import run_replay
 from bench.resume import run_resume
@@ -35,7 +36,7 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "solana", "devchain", "http", "replay", "resume")
+WORKLOADS = ("fanout", "solana", "devchain", "http", "replay", "resume", "limiter")
 
 
 def machine() -> dict[str, Any]:
@@ -82,6 +83,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
         "http_wrk",
         "replay",
         "resume",
+        "limiter",
         "profiles",
         "memory_profile",
     ):
@@ -201,6 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     if not only or "replay" in only:
         log("the response cache: a mix of dapp calls replayed in front of an upstream node")
         results["replay"] = run_replay(settings, log)
+    if not only or "limiter" in only:
+        log("access control: what a key's rate limit costs per request (memory, Redis)")
+        results["limiter"] = run_limiter(1000 if args.quick else 5000)
     if not only or "resume" in only:
         log("resume: replay to 1,000 reconnecting clients; fan-out with and without cursors")
         results["resume"] = run_resume(settings, log)

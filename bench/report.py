@@ -379,6 +379,24 @@ def _solana_section(solana: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _limiter_section(rows: list[dict[str, Any]] | None) -> list[str]:
+    """What a key's rate limit costs (bench.limiter), beside the HTTP figures."""
+    if not rows:
+        return []
+    return [
+        "",
+        "## Access control: the rate limiter's cost",
+        "",
+        "Microseconds per call: the limiter alone, and a whole request answered by the broker "
+        "(`Broker.respond`, no sockets) for a key without limits and with a rate counted in memory "
+        "or in Redis (`python -m bench.limiter`; every call admitted: the cost of saying yes).",
+        "",
+        "| what | µs per call |",
+        "|---|---|",
+        *(f"| {row['what']} | {row['us_per_call']} |" for row in rows),
+    ]
+
+
 def _resume_section(resume: dict[str, Any] | None) -> list[str]:
     """Replay throughput and the fan-out with and without cursors (bench.resume)."""
     if not resume:
@@ -595,6 +613,7 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"{replay['identical']}.",
         ]
     lines += _resume_section(results.get("resume"))
+    lines += _limiter_section(results.get("limiter"))
     getlogs = results.get("getlogs")
     if getlogs:
         chain = getlogs["chain"]
