@@ -33,7 +33,7 @@ pytest: $(STAMP) $(NODE_STAMP)
 
 test: lint typecheck pytest
 
-# Benchmarks against peers (docs/benchmarks/): BENCH_QUICK=1 for the quick mode (under 3 minutes).
+# Benchmarks against peers (docs/benchmarks/): BENCH_QUICK=1 for the quick mode (about 6 minutes).
 bench: $(STAMP)
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }

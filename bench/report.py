@@ -441,7 +441,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         "# Benchmarks",
         "",
         "Written by `make bench` from `results.json` beside this file: do not edit by hand, "
-        "re-run the bench. `BENCH_QUICK=1 make bench` is the quick mode (under 3 minutes, fewer "
+        "re-run the bench. `BENCH_QUICK=1 make bench` is the quick mode (about 6 minutes, fewer "
         "and shorter rounds, same methods); `.venv/bin/python -m bench --help` lists the options "
         "(`--only SYSTEM...` to re-measure some systems, `--profile` to attach py-spy to the "
         "scopecast servers during the measured rounds, `--no-gc-freeze` to measure without the `gc.freeze()` `scopecast serve` does after "
