@@ -22,6 +22,11 @@ import trio
 EVM_NOTIFICATIONS: frozenset[str] = frozenset({"eth_subscription"})
 
 
+def is_evm(chain: str) -> bool:
+    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace."""
+    return chain.startswith("eip155:")
+
+
 @dataclass(frozen=True, slots=True)
 class LogRecord:
     """One log of a canonical block, as geth returns it from ``eth_getLogs``.
@@ -212,7 +217,7 @@ class ChainAdapter(ABC):
         """The notifications this adapter can deliver for ``chain``: by default the EVM profile's
         (``eth_subscription``) on an ``eip155`` chain, none elsewhere (a family's adapter names
         its own)."""
-        return EVM_NOTIFICATIONS if chain.startswith("eip155:") else frozenset()
+        return EVM_NOTIFICATIONS if is_evm(chain) else frozenset()
 
     @abstractmethod
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:

@@ -14,7 +14,7 @@ import re
 import msgspec
 import trio
 
-from adapters.base import AccountAdapter, ChainAdapter, ChainBlock, Lifetime, MethodDocs
+from adapters.base import AccountAdapter, ChainAdapter, ChainBlock, Lifetime, MethodDocs, is_evm
 from schemas.caip import ADDRESS_PATTERN
 from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
@@ -35,7 +35,7 @@ async def check_chain_adapter(adapter: ChainAdapter) -> None:
     assert chains, "an adapter serves at least one chain"
     for chain in chains:
         await check_chain_neutral(adapter, chain)
-        if chain.startswith("eip155:"):
+        if is_evm(chain):
             await check_evm_chain(adapter, chain)
         elif chain.startswith("solana:"):
             await check_solana_chain(adapter, chain)
@@ -184,7 +184,7 @@ def check_account_adapter(adapter: AccountAdapter) -> None:
     assert chains, "an account adapter holds accounts on at least one chain"
     for chain in chains:
         accounts = list(adapter.accounts(chain))
-        evm = chain.startswith("eip155:")
+        evm = is_evm(chain)
         assert all((_ADDRESS if evm else _ANY_ADDRESS).match(a) for a in accounts), (
             "accounts are addresses in their namespace's form (EVM: lowercase 0x hex)"
         )

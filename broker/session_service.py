@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 import trio
 
+from adapters.base import is_evm
 from broker.approvals import ApprovalPolicy
 from broker.bus import Position
 from broker.cursors import CHANGES, with_cursor
@@ -55,7 +56,7 @@ from broker.sessions.dialects import changed_params, create_result, get_result
 from broker.sessions.expiry import ExpiryTracker
 from broker.sessions.model import CURRENT, LEGACY
 from broker.signing import SigningGateway
-from broker.stream_methods import EVM_STREAM_METHODS, is_evm
+from broker.stream_methods import EVM_STREAM_METHODS
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from adapters.base import is_evm
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
@@ -29,11 +30,6 @@ EVM_STREAM_METHODS: Final = frozenset(
         "eth_uninstallFilter",
     }
 )
-
-
-def is_evm(chain: str) -> bool:
-    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace."""
-    return chain.startswith("eip155:")
 
 
 def _decode(params: msgspec.Raw) -> Any:
