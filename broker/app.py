@@ -419,17 +419,20 @@ class Broker:
 
     def respond_now(
         self, request: HttpRequest
-    ) -> bytes | Awaitable[HttpResponse | Upgrade | bytes]:
+    ) -> bytes | Awaitable[HttpResponse | Upgrade | bytes | None]:
         """Answer a plain HTTP request (not an upgrade): a JSON-RPC POST with a key that has no
         access rules gets the body of its 200 answer, at once when the response cache holds it
-        (bytes), else from the dispatcher (awaited); every other request gets :meth:`respond`."""
+        (bytes), else from the dispatcher (awaited; None for notifications only: an empty body);
+        every other request gets :meth:`respond`."""
         rpc = self._plain_rpc(request)
         if rpc is None:
             return self.respond(request)
         network, api_key = rpc
-        return self.dispatcher.answer_now(request.body, network) or self._call(
-            request, network, api_key
-        )
+        answer = self.dispatcher.answer_now(request.body, network)
+        if answer is not None:
+            return answer
+        origin = (request.header(b"origin") or b"-").decode("latin-1")
+        return self.dispatcher.handle(request.body, CallContext(network, api_key, origin))
 
     def _plain_rpc(self, request: HttpRequest) -> tuple[Network, str] | None:
         """The network and key of a well-formed JSON-RPC POST whose key has no access rules."""
@@ -449,12 +452,6 @@ class Broker:
         if network is None or not _json_rpc_content(request):
             return None
         return network, api_key
-
-    async def _call(self, request: HttpRequest, network: Network, api_key: str) -> bytes:
-        origin = (request.header(b"origin") or b"-").decode("latin-1")
-        return (
-            await self.dispatcher.handle(request.body, CallContext(network, api_key, origin)) or b""
-        )
 
     async def respond(self, request: HttpRequest) -> HttpResponse | Upgrade:
         """Answer one HTTP request (or accept its WebSocket upgrade)."""

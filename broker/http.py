@@ -28,6 +28,7 @@ from broker.http_protocol import (
     NEED_DATA,
     HttpServerConnection,
     Refused,
+    RequestReceived,
     UpgradeRequested,
 )
 from broker.http_protocol import (
@@ -57,9 +58,10 @@ class Takeover:
 
 
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse | Upgrade]]
-FastResponder = Callable[[HttpRequest], bytes | Awaitable[HttpResponse | Upgrade | bytes]]
+FastResponder = Callable[[HttpRequest], bytes | Awaitable[HttpResponse | Upgrade | bytes | None]]
 """For a plain request (not an upgrade): the answer given at once, or what to await for it; bytes
-are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_json` builds)."""
+are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_json` builds), None
+an empty one (a JSON-RPC notification's)."""
 
 
 def json_error(status: int, error: RpcError) -> HttpResponse:
@@ -75,26 +77,8 @@ def is_websocket_upgrade(request: HttpRequest) -> bool:
     )
 
 
-async def _read(sock: trio.socket.SocketType, fd: int) -> bytes:
-    # Other connections first: by the time this one's turn comes again, its next request has
-    # most often arrived, and reading it at once costs less than waiting for it through epoll.
-    await trio.lowlevel.checkpoint()
-    while True:
-        if sock.fileno() < 0:  # closed meanwhile (its deadline passed): the fd may be reused
-            raise trio.ClosedResourceError
-        try:
-            return os.read(fd, 65536)
-        except BlockingIOError:
-            await trio.lowlevel.wait_readable(sock)
-
-
-async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
-    try:
-        written = os.write(fd, data)  # most often all of it, at once
-    except BlockingIOError:
-        written = 0
-    if written == len(data):
-        return
+async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, written: int) -> None:
+    """Write ``data[written:]``, waiting whenever the kernel's buffer is full."""
     view = memoryview(data)[written:]
     while view:
         try:
@@ -103,6 +87,15 @@ async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
             await trio.lowlevel.wait_writable(sock)
             continue
         view = view[written:]
+
+
+async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
+    try:
+        written = os.write(fd, data)  # most often all of it, at once
+    except BlockingIOError:
+        written = 0
+    if written != len(data):
+        await _write_rest(sock, fd, data, written)
 
 
 def _write_nowait(fd: int, data: bytes) -> None:
@@ -183,43 +176,74 @@ async def handle_http(
 
     watch = deadlines.watch(trio.current_time() + IDLE_TIMEOUT, expire)
     in_body = False
+    checkpoint = trio.lowlevel.checkpoint
     try:
         while True:
             event = conn.next_event()
+            if isinstance(event, RequestReceived) or (
+                # An upgrade to anything but a WebSocket is answered as a plain request (then the
+                # connection closes: the machine reports nothing after an upgrade request).
+                isinstance(event, UpgradeRequested) and not is_websocket_upgrade(event.request)
+            ):
+                request = event.request
+                watch.deadline = math.inf  # answering is bounded by the methods' own limits
+                if respond_now is None:
+                    answer: HttpResponse | Upgrade | bytes | None = await respond(request)
+                else:
+                    now = respond_now(request)
+                    answer = now if isinstance(now, bytes) else await now
+                if answer is None:
+                    answer = b""
+                if isinstance(answer, bytes):
+                    data = conn.send_json(answer)
+                else:
+                    assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
+                    data = conn.send_response(answer)
+                # Written at once, as the kernel most often takes it whole.
+                try:
+                    written = os.write(fd, data)
+                except BlockingIOError:
+                    written = 0
+                if written != len(data):
+                    await _write_rest(sock, fd, data, written)
+                in_body = False
+                watch.deadline = trio.current_time() + IDLE_TIMEOUT
+                continue
             if event is NEED_DATA:
-                pending = conn.data_to_send()
-                if pending:
-                    await _write(sock, fd, pending)
-                if conn.headers_complete and not in_body:
-                    in_body = True
-                    watch.deadline = trio.current_time() + body_timeout
-                conn.receive_data(await _read(sock, fd))
+                if conn.headers_complete:  # part-way through a request: its body is coming
+                    pending = conn.data_to_send()  # a 100 Continue
+                    if pending:
+                        await _write(sock, fd, pending)
+                    if not in_body:
+                        in_body = True
+                        watch.deadline = trio.current_time() + body_timeout
+                # Other connections first: by the time this one's turn comes again, its next
+                # request has most often arrived, and reading it at once costs less than waiting
+                # for it through epoll.
+                await checkpoint()
+                while True:
+                    if sock.fileno() < 0:  # closed meanwhile (its deadline passed): fd reusable
+                        raise trio.ClosedResourceError
+                    try:
+                        data = os.read(fd, 65536)
+                        break
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_readable(sock)
+                conn.receive_data(data)
                 continue
             if event is ENDED:
                 return None
             if isinstance(event, Refused):
                 await _write(sock, fd, conn.send_response(event.response))
                 return None
-            watch.deadline = math.inf  # answering is bounded by the methods' own limits
+            assert isinstance(event, UpgradeRequested)
+            watch.deadline = math.inf
             request = event.request
-            if isinstance(event, UpgradeRequested) and is_websocket_upgrade(request):
-                outcome = await respond(request)
-                if isinstance(outcome, HttpResponse):
-                    await _write(sock, fd, conn.send_response(outcome))
-                    return None
-                return Takeover(outcome, event.trailing)
-            if respond_now is None:
-                answer: HttpResponse | Upgrade | bytes = await respond(request)
-            else:
-                now = respond_now(request)
-                answer = now if isinstance(now, bytes) else await now
-            if isinstance(answer, bytes):
-                await _write(sock, fd, conn.send_json(answer))
-            else:
-                assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
-                await _write(sock, fd, conn.send_response(answer))
-            in_body = False
-            watch.deadline = trio.current_time() + IDLE_TIMEOUT
+            outcome = await respond(request)
+            if isinstance(outcome, HttpResponse):
+                await _write(sock, fd, conn.send_response(outcome))
+                return None
+            return Takeover(outcome, event.trailing)
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     finally:

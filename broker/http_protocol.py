@@ -140,6 +140,7 @@ class HttpServerConnection:
     __slots__ = (
         "_body",
         "_body_limit",
+        "_chunked",
         "_closing",
         "_ended",
         "_expect",
@@ -149,6 +150,7 @@ class HttpServerConnection:
         "_in_message",
         "_incomplete_head",
         "_length",
+        "_memo",
         "_outgoing",
         "_parser",
         "_ready",
@@ -169,8 +171,12 @@ class HttpServerConnection:
         self._body: bytes | bytearray = b""
         self._length: bytes | None = None
         self._expect: bytes | None = None
+        self._chunked = False
         self._head_bytes = 0
         self._incomplete_head = 0
+        #: The last request head the parser read whole, when a request with the very same head can
+        #: be taken without it (see :meth:`receive_data`).
+        self._memo: _Memo | None = None
         self._in_message = False
         self._outgoing = b""
         self._refused: Refused | None = None
@@ -190,6 +196,7 @@ class HttpServerConnection:
         self._body = b""
         self._length = None
         self._expect = None
+        self._chunked = False
         self._head_bytes = 0
 
     def on_url(self, url: bytes) -> None:
@@ -207,6 +214,8 @@ class HttpServerConnection:
             self._length = value if self._length is None else self._length
         elif key == b"expect":
             self._expect = value if self._expect is None else self._expect
+        elif key == b"transfer-encoding":
+            self._chunked = True  # whatever its value: such a head is never memoised
 
     def on_headers_complete(self) -> None:
         self.headers_complete = True
@@ -233,6 +242,7 @@ class HttpServerConnection:
     def on_message_complete(self) -> None:
         self._in_message = False
         self.headers_complete = False
+        self._outgoing = b""  # a 100 Continue not sent yet is moot once the whole body is here
         request = HttpRequest(
             self._parser.get_method(), self._url, self._headers, bytes(self._body)
         )
@@ -242,12 +252,30 @@ class HttpServerConnection:
     # -- the interface ----------------------------------------------------------------------------
 
     def receive_data(self, data: bytes) -> None:
-        """Feed bytes from the client; ``b""`` means the client closed its side."""
+        """Feed bytes from the client; ``b""`` means the client closed its side.
+
+        A keep-alive client most often sends the same head again and again (the same target and
+        headers, a body of the same length: polling, or a call whose id has as many digits as the
+        last one's). When ``data`` is exactly such a request, the head the parser read last and a
+        body of its length, the request is taken as it is: the same bytes at a message boundary
+        parse the same, so only the body is new. Anything else goes through the parser.
+        """
         if self._ended or self._refused is not None or self._upgraded:
             return
         if not data:
             self._ended = True
             return
+        memo = self._memo
+        if (
+            memo is not None
+            and len(data) == memo.size
+            and not self._in_message
+            and data.startswith(memo.head)
+        ):
+            body = data[memo.body_offset :]
+            self._ready.append((RequestReceived(HttpRequest(*memo.request, body)), True))
+            return
+        at_boundary = not self._in_message and not self._ready
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
@@ -260,11 +288,26 @@ class HttpServerConnection:
         except httptools.HttpParserError as exc:
             self._refused = refusal(400, _parser_message(exc))
         else:
-            if self._in_message and not self.headers_complete:
-                # A head still incomplete after this chunk: llhttp buffers it, so bound it.
-                self._incomplete_head += len(data)
-                if self._incomplete_head > self._header_limit:
-                    self._refused = refusal(431, "request header fields too large")
+            if self._in_message:
+                if not self.headers_complete:
+                    # A head still incomplete after this chunk: llhttp buffers it, so bound it.
+                    self._incomplete_head += len(data)
+                    if self._incomplete_head > self._header_limit:
+                        self._refused = refusal(431, "request header fields too large")
+            elif at_boundary and len(self._ready) == 1:
+                self._memoise(data)
+
+    def _memoise(self, data: bytes) -> None:
+        """Keep the head of the one request ``data`` held whole, if it may be taken again as is:
+        kept alive, framed by ``Content-Length`` alone, no ``Expect``."""
+        event, keep_alive = self._ready[0]
+        if not keep_alive or self._chunked or self._expect is not None or self._length is None:
+            return
+        request = event.request
+        body_offset = len(data) - len(request.body)
+        head = data[:body_offset]
+        if head.endswith(b"\r\n\r\n") and head.startswith(request.method + b" "):
+            self._memo = _Memo(head, len(data), (request.method, request.target, request.headers))
 
     def _upgrade(self, trailing: bytes) -> None:
         # The request whose head asked to upgrade is the last one completed (llhttp reports the
@@ -320,6 +363,22 @@ class HttpServerConnection:
     def closing(self) -> bool:
         """The connection must close once what was sent is written."""
         return self._closing
+
+
+class _Memo:
+    """A request head read whole by the parser: its bytes, the size of a request with it (head and
+    body), and the method, target and headers it parsed to (shared by the requests that repeat it:
+    never mutated)."""
+
+    __slots__ = ("body_offset", "head", "request", "size")
+
+    def __init__(
+        self, head: bytes, size: int, request: tuple[bytes, bytes, list[tuple[bytes, bytes]]]
+    ) -> None:
+        self.head = head
+        self.body_offset = len(head)
+        self.size = size
+        self.request = request
 
 
 def _too_large(limit: int) -> Refused:

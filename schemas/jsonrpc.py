@@ -37,7 +37,7 @@ _any_decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is slower to build, once per call
 class Call:
     """One well-formed request. ``id`` is the raw JSON id, or None for a notification."""
 
