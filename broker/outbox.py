@@ -160,6 +160,8 @@ class Outbox:
         try:
             while self._backlog and not self.broken:
                 await trio.lowlevel.wait_writable(self._sock)
+                if self._sock.fileno() != self._fd:  # closed before this task ran: fd reusable
+                    raise trio.ClosedResourceError
                 self._write_backlog()
         except (trio.ClosedResourceError, OSError):
             self._break()

@@ -164,6 +164,10 @@ class WebSocketConnection:
                 # frames (a socket's recv() holds several more, for every idle dapp).
                 try:
                     await trio.lowlevel.wait_readable(sock)
+                    if sock.fileno() != fd:
+                        # Closed after the wake-up and before this task ran: the fd number may
+                        # already be another connection's, whose bytes are not this one's to read.
+                        break
                     data = os.read(fd, 65536)
                 except BlockingIOError:
                     continue
