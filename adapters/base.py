@@ -65,6 +65,14 @@ class IngestionStatistics:
     blocks_without_logs: int = 0
 
 
+class NotNow(enum.Enum):
+    NOT_NOW = "not now"
+
+
+NOT_NOW = NotNow.NOT_NOW
+"""What :meth:`ChainAdapter.call_now` gives for a call it cannot answer without waiting."""
+
+
 class Lifetime(enum.IntEnum):
     """How long the answer to a call stays true, for the broker's response cache."""
 
@@ -224,6 +232,17 @@ class ChainAdapter(ABC):
         """Answer one call. ``params`` is the undecoded JSON of the request's params (``[]`` when
         absent). Returns a JSON-encodable value or a :class:`msgspec.Raw` holding encoded JSON;
         raises :class:`broker.errors.RpcError` for failures."""
+
+    def call_now(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        """The answer :meth:`call` would give, when the adapter has it without waiting (an
+        in-process chain computing it there and then); :data:`NOT_NOW`, the default, otherwise.
+
+        Optional. The broker asks it first for a plain HTTP call on a chain whose answers it does
+        not cache, and answers inline when it gets one (no task switch: see README "Extending
+        it"). It must answer exactly as :meth:`call` (the conformance checks compare them), raise
+        the same errors, and never block on I/O.
+        """
+        return NOT_NOW
 
     async def fetch_block(
         self, chain: str, *, number: int | None = None, block_hash: str | None = None

@@ -14,7 +14,15 @@ import re
 import msgspec
 import trio
 
-from adapters.base import AccountAdapter, ChainAdapter, ChainBlock, Lifetime, MethodDocs, is_evm
+from adapters.base import (
+    NOT_NOW,
+    AccountAdapter,
+    ChainAdapter,
+    ChainBlock,
+    Lifetime,
+    MethodDocs,
+    is_evm,
+)
 from schemas.caip import ADDRESS_PATTERN
 from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
@@ -61,7 +69,34 @@ async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
         pass
     else:
         raise AssertionError("an unknown method raises MethodNotFound (-32601)")
+    await _check_now_answers_as_later(adapter, chain, "no_such_method_anywhere", [])
     await _check_ingestion_starts_and_stops(adapter, chain)
+
+
+async def _check_now_answers_as_later(
+    adapter: ChainAdapter, chain: str, method: str, params: object
+) -> None:
+    """:meth:`~ChainAdapter.call_now`, where it answers, answers as :meth:`~ChainAdapter.call`:
+    the same result, or an error with the same code."""
+    try:
+        now = adapter.call_now(chain, method, _raw(params))
+    except RpcError as exc:
+        code = None
+        try:
+            await adapter.call(chain, method, _raw(params))
+        except RpcError as later:
+            code = later.code
+        if code != exc.code:
+            raise AssertionError(f"call_now({method}) raised {exc!r}, call gave {code}") from exc
+        return
+    if now is NOT_NOW:
+        return
+    answer = await adapter.call(chain, method, _raw(params))
+    assert _encoded(now) == _encoded(answer), f"call_now({method}) answers as call does"
+
+
+def _encoded(answer: object) -> bytes:
+    return bytes(answer) if isinstance(answer, msgspec.Raw) else msgspec.json.encode(answer)
 
 
 async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
@@ -72,8 +107,14 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     if isinstance(chain_id, msgspec.Raw):
         chain_id = msgspec.json.decode(chain_id)
     assert int(chain_id, 16) == int(chain.split(":")[1]), "eth_chainId matches the chain"
-    bad = ({"not": "an array"}, ["not-a-block-tag", "x"])
+    bad: tuple[object, ...] = ({"not": "an array"}, ["not-a-block-tag", "x"])
     await _check_params_errors(adapter, chain, "eth_getBlockByNumber", bad)
+    calls: list[tuple[str, object]] = [
+        ("eth_chainId", []),
+        ("eth_getBlockByNumber", ["0x0", False]),
+    ]
+    for method, params in [*calls, *(("eth_getBlockByNumber", params) for params in bad)]:
+        await _check_now_answers_as_later(adapter, chain, method, params)
     await _check_blocks(adapter, chain)
 
 
@@ -123,9 +164,11 @@ async def check_solana_chain(adapter: ChainAdapter, chain: str) -> None:
     unknown = await _decoded(adapter, chain, "getAccountInfo", [_NEVER_FUNDED])
     assert isinstance(unknown, dict)
     assert unknown["value"] is None, "an account never funded is null"
-    await _check_params_errors(
-        adapter, chain, "getBalance", ([], ["not-a-pubkey!"], [17], {"not": "an array"})
-    )
+    bad: tuple[object, ...] = ([], ["not-a-pubkey!"], [17], {"not": "an array"})
+    await _check_params_errors(adapter, chain, "getBalance", bad)
+    calls: list[tuple[str, object]] = [("getGenesisHash", []), ("getAccountInfo", [_NEVER_FUNDED])]
+    for method, params in [*calls, *(("getBalance", params) for params in bad)]:
+        await _check_now_answers_as_later(adapter, chain, method, params)
 
 
 async def _check_params_errors(

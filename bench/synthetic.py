@@ -136,6 +136,9 @@ class ConstantChainAdapter(ChainAdapter):
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         return self._raw
 
+    def call_now(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        return self._raw  # nothing to wait for: the broker may answer inline
+
 
 def register() -> None:
     """Make the bench adapters loadable by name, as an installed plug-in package would.

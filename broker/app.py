@@ -38,11 +38,12 @@ from broker.http import (
     handle_http,
     json_error,
 )
+from broker.http_reactor import HttpReactor
 from broker.ingest import ChainIngestion
 from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
-from broker.networks import Network, Networks
+from broker.networks import Networks
 from broker.response_cache import ResponseStore
 from broker.resume import MemoryResumeStore, ResumeKeeper
 from broker.resume._keeper import resumed_message
@@ -116,6 +117,10 @@ def _json_rpc_content(request: HttpRequest) -> bool:
     return content_type in JSON_RPC_CONTENT_TYPES
 
 
+_NOT_PLAIN: Final = object()
+"""A head whose requests :meth:`Broker.respond` answers (not a plain JSON-RPC POST)."""
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only binds loopback addresses."""
     if host == "localhost":
@@ -187,6 +192,7 @@ class Broker:
         self.add_service(self._start_event_path)
         self._ingest = ingest
         self.http_deadlines = ConnectionDeadlines()
+        self.http_reactor = HttpReactor()
 
     # -- composition --------------------------------------------------------------------------
 
@@ -300,6 +306,7 @@ class Broker:
         try:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.http_deadlines.serve)
+                outer.start_soon(self.http_reactor.serve)
                 # Bound but not ready until the resources (Redis) answer: say so with 503 rather
                 # than leave load balancers and clients waiting on an open, silent port.
                 starting, stopped = trio.CancelScope(), trio.Event()
@@ -394,6 +401,7 @@ class Broker:
                 body_limit=self.limits.http_body,
                 body_timeout=self.limits.http_body_timeout,
                 respond_now=None if respond is not None else self.respond_now,
+                reactor=self.http_reactor,
             )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
@@ -423,19 +431,25 @@ class Broker:
         """Answer a plain HTTP request (not an upgrade): a JSON-RPC POST with a key that has no
         access rules gets the body of its 200 answer, at once when the response cache holds it
         (bytes), else from the dispatcher (awaited; None for notifications only: an empty body);
-        every other request gets :meth:`respond`."""
-        rpc = self._plain_rpc(request)
-        if rpc is None:
-            return self.respond(request)
-        network, api_key = rpc
-        answer = self.dispatcher.answer_now(request.body, network)
-        if answer is not None:
-            return answer
-        origin = (request.header(b"origin") or b"-").decode("latin-1")
-        return self.dispatcher.handle(request.body, CallContext(network, api_key, origin))
+        every other request gets :meth:`respond`.
 
-    def _plain_rpc(self, request: HttpRequest) -> tuple[Network, str] | None:
-        """The network and key of a well-formed JSON-RPC POST whose key has no access rules."""
+        Whether a request is such a POST, and its call context, follow from its head alone: they
+        are worked out once for the requests that repeat a head (``request.notes``).
+        """
+        notes = request.notes
+        context = None if notes is None else notes.value
+        if context is None:
+            context = self._plain_rpc(request) or _NOT_PLAIN
+            if notes is not None:
+                notes.value = context
+        if context is _NOT_PLAIN:
+            return self.respond(request)
+        assert isinstance(context, CallContext)
+        return self.dispatcher.answer(request.body, context)
+
+    def _plain_rpc(self, request: HttpRequest) -> CallContext | None:
+        """The call context of a well-formed JSON-RPC POST whose key has no access rules (shared
+        by the requests of one head: never changed once made)."""
         if request.method != b"POST":
             return None
         target = route(request.target)
@@ -451,7 +465,8 @@ class Broker:
         network = self.networks.by_name(target.network)
         if network is None or not _json_rpc_content(request):
             return None
-        return network, api_key
+        origin = (request.header(b"origin") or b"-").decode("latin-1")
+        return CallContext(network, api_key, origin)
 
     async def respond(self, request: HttpRequest) -> HttpResponse | Upgrade:
         """Answer one HTTP request (or accept its WebSocket upgrade)."""

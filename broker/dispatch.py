@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import Raw
 
+from adapters.base import NOT_NOW
 from broker.chain_calls import CachedChainCalls
 from broker.errors import InternalError, MethodNotFound, RpcError
 from broker.networks import Network, Networks
@@ -21,6 +22,7 @@ from broker.response_cache import Recent, RecentBodies
 from schemas.jsonrpc import (
     NULL_ID,
     BadCall,
+    Call,
     Item,
     decode_call,
     decode_message,
@@ -31,7 +33,7 @@ from schemas.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from adapters.base import AccountAdapter
+    from adapters.base import AccountAdapter, ChainAdapter
     from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -131,33 +133,68 @@ class Dispatcher:
         accounts = self._networks.accounts_for(chain)
         return [] if accounts is None else [accounts]
 
-    def answer_now(self, data: bytes, network: Network) -> bytes | None:
-        """The reply to ``data`` on ``network`` when it is one request (not a batch, not a
-        notification) whose answer the response cache holds, counted as :meth:`handle` counts it;
-        None for anything else, which :meth:`handle` answers. Only for a caller without a key's
-        access rules (they may refuse or delay a call)."""
-        started = time.perf_counter()
-        chain = network.chain
+    def answer(self, data: bytes, ctx: CallContext) -> bytes | Awaitable[bytes | None]:
+        """:meth:`handle` for a caller without a key's access rules (they may refuse or delay a
+        call), answering at once (bytes) when ``data`` is one request (not a batch, not a
+        notification) whose answer the response cache holds, or whose chain adapter gives it
+        without waiting (:meth:`~adapters.base.ChainAdapter.call_now`), counted as :meth:`handle`
+        counts it."""
+        chain = ctx.network.chain
         served = self._networks.by_chain(chain) if self._chain_calls else None
         epoch = None if served is None else self.cache.epoch_now(served.adapter, chain)
-        if served is None or epoch is None:  # nothing cached on the chain: no need to decode
+        call = None
+        if epoch is not None:
+            started = time.perf_counter()
+            recent = self._recent.get(data)
+            if recent is None or recent.key[0] != chain:
+                call = decode_call(data)
+                if call is None:
+                    return self._handle_message(data, ctx)
+                if call.id is None or call.method in self._handlers:
+                    return self._reply(call, ctx)
+                recent = Recent((chain, call.method, bytes(call.params)), call.id, b"", b"")
+            answer = self.cache.answer_now(recent.key, epoch)
+            if answer is not None:
+                if answer is not recent.answer:
+                    reply = encoded_result_bytes(recent.raw_id, answer)
+                    recent = Recent(recent.key, recent.raw_id, answer, reply)
+                    self._recent.keep(data, recent)
+                self._metrics.observe_request(recent.key[1], time.perf_counter() - started, None)
+                return recent.reply
+            if call is not None:
+                return self._reply(call, ctx)
+            return self.handle(data, ctx)
+        call = decode_call(data)
+        if call is None:
+            return self._handle_message(data, ctx)
+        if served is not None and call.id is not None and call.method not in self._handlers:
+            adapter = served.adapter
+            if call.method in adapter.methods(chain):
+                answered = self._reply_now(call, call.id, adapter, chain)
+                if answered is not None:
+                    return answered
+        return self._reply(call, ctx)
+
+    def _reply_now(
+        self, call: Call, raw_id: bytes, adapter: ChainAdapter, chain: str
+    ) -> bytes | None:
+        """The reply to ``call`` if ``adapter`` answers it without waiting; None otherwise."""
+        started = time.perf_counter()
+        method = call.method
+        try:
+            result = adapter.call_now(chain, method, call.params)
+        except RpcError as exc:
+            self._metrics.observe_request(method, time.perf_counter() - started, exc)
+            return error_bytes(raw_id, exc)
+        except Exception:
+            log.exception("%s failed", method)
+            error = InternalError()
+            self._metrics.observe_request(method, time.perf_counter() - started, error)
+            return error_bytes(raw_id, error)
+        if result is NOT_NOW:
             return None
-        recent = self._recent.get(data)
-        if recent is None or recent.key[0] != chain:
-            call = decode_call(data)
-            if call is None or call.id is None or call.method in self._handlers:
-                return None
-            recent = Recent((chain, call.method, bytes(call.params)), call.id, b"", b"")
-        answer = self.cache.answer_now(recent.key, epoch)
-        if answer is None:
-            return None
-        if answer is not recent.answer:
-            recent = Recent(
-                recent.key, recent.raw_id, answer, encoded_result_bytes(recent.raw_id, answer)
-            )
-            self._recent.keep(data, recent)
-        self._metrics.observe_request(recent.key[1], time.perf_counter() - started, None)
-        return recent.reply
+        self._metrics.observe_request(method, time.perf_counter() - started, None)
+        return result_bytes(raw_id, result)
 
     def handle(self, data: bytes, ctx: CallContext) -> Awaitable[bytes | None]:
         """The reply to one frame or body (awaited); None when nothing is to be sent

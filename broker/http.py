@@ -37,6 +37,7 @@ from broker.http_protocol import (
 from broker.http_protocol import (
     HttpResponse as HttpResponse,
 )
+from broker.http_reactor import Handback, HttpReactor, Parked
 from schemas.errors import InvalidRequest, RpcError
 from schemas.jsonrpc import NULL_ID, error_bytes
 
@@ -85,6 +86,8 @@ async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, writte
             written = os.write(fd, view)
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
+            if sock.fileno() != fd:  # closed meanwhile (its deadline passed): the fd may be reused
+                raise trio.ClosedResourceError from None
             continue
         view = view[written:]
 
@@ -102,6 +105,14 @@ def _write_nowait(fd: int, data: bytes) -> None:
     """Best effort, for a last answer on a connection being dropped: never waits."""
     with contextlib.suppress(OSError):
         os.write(fd, data)
+
+
+def _discard_nowait(fd: int, limit: int = 1 << 20) -> None:
+    """Read and drop what the client sent and nobody read: closing a socket with unread bytes
+    resets the connection, and the reset may reach the client before the answer just written."""
+    with contextlib.suppress(OSError):
+        while limit > 0 and (data := os.read(fd, 65536)):
+            limit -= len(data)
 
 
 class ConnectionDeadlines:
@@ -153,6 +164,7 @@ async def handle_http(
     body_limit: int,
     body_timeout: float,
     respond_now: FastResponder | None = None,
+    reactor: HttpReactor | None = None,
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -160,26 +172,50 @@ async def handle_http(
     A connection waiting for a request head longer than ``IDLE_TIMEOUT`` is closed; one whose
     request body has not arrived in full ``body_timeout`` after its head gets 408 and is closed
     (a client trickling its body must not hold the connection). ``deadlines`` enforces both.
-    ``respond_now``, when given, answers plain requests instead of ``respond``.
+    ``respond_now``, when given, answers plain requests instead of ``respond``; with a
+    ``reactor`` too, the connection is parked there whenever its next request has not arrived
+    (:mod:`broker.http_reactor`), and answered there while the answers come at once.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
     fd = sock.fileno()
 
     def expire() -> None:
+        if parked is not None and reactor is not None and reactor.parked(parked):
+            reactor.hand_back(parked, Handback(error=trio.ClosedResourceError()))
         if conn.headers_complete:
             timeout = json_error(
                 408, InvalidRequest(f"request body not received within {body_timeout:g} s")
             )
             _write_nowait(fd, conn.send_response(timeout))
+            _discard_nowait(fd)
         sock.close()  # wakes this connection's task, waiting to read, with ClosedResourceError
 
     watch = deadlines.watch(trio.current_time() + IDLE_TIMEOUT, expire)
+    parked = (
+        None
+        if reactor is None or respond_now is None
+        else Parked(fd, conn, respond_now, watch, IDLE_TIMEOUT)
+    )
+    handback: Handback | None = None
     in_body = False
     checkpoint = trio.lowlevel.checkpoint
     try:
         while True:
-            event = conn.next_event()
+            pending = None
+            if handback is None:
+                event = conn.next_event()
+            else:  # what the reactor stopped at
+                if handback.error is not None:
+                    raise handback.error
+                if handback.unsent:
+                    await _write_rest(sock, fd, handback.unsent, 0)
+                    watch.deadline = trio.current_time() + IDLE_TIMEOUT
+                    event = conn.next_event()
+                else:
+                    assert handback.event is not None
+                    event, pending = handback.event, handback.pending
+                handback = None
             if isinstance(event, RequestReceived) or (
                 # An upgrade to anything but a WebSocket is answered as a plain request (then the
                 # connection closes: the machine reports nothing after an upgrade request).
@@ -187,8 +223,10 @@ async def handle_http(
             ):
                 request = event.request
                 watch.deadline = math.inf  # answering is bounded by the methods' own limits
-                if respond_now is None:
-                    answer: HttpResponse | Upgrade | bytes | None = await respond(request)
+                if pending is not None:  # the reactor's call of respond_now
+                    answer: HttpResponse | Upgrade | bytes | None = await pending
+                elif respond_now is None:
+                    answer = await respond(request)
                 else:
                     now = respond_now(request)
                     answer = now if isinstance(now, bytes) else await now
@@ -211,9 +249,9 @@ async def handle_http(
                 continue
             if event is NEED_DATA:
                 if conn.headers_complete:  # part-way through a request: its body is coming
-                    pending = conn.data_to_send()  # a 100 Continue
-                    if pending:
-                        await _write(sock, fd, pending)
+                    pending_bytes = conn.data_to_send()  # a 100 Continue
+                    if pending_bytes:
+                        await _write(sock, fd, pending_bytes)
                     if not in_body:
                         in_body = True
                         watch.deadline = trio.current_time() + body_timeout
@@ -221,15 +259,23 @@ async def handle_http(
                 # request has most often arrived, and reading it at once costs less than waiting
                 # for it through epoll.
                 await checkpoint()
-                while True:
-                    if sock.fileno() < 0:  # closed meanwhile (its deadline passed): fd reusable
+                received: bytes | None = None
+                while received is None:
+                    if sock.fileno() != fd:  # closed meanwhile (its deadline passed): fd reusable
                         raise trio.ClosedResourceError
                     try:
-                        data = os.read(fd, 65536)
-                        break
+                        received = os.read(fd, 65536)
                     except BlockingIOError:
+                        if parked is not None and not conn.headers_complete:
+                            # Between requests: the reactor waits for the next one, and answers
+                            # it there if it can.
+                            assert reactor is not None
+                            handback = await reactor.park(parked)
+                            break
                         await trio.lowlevel.wait_readable(sock)
-                conn.receive_data(data)
+                if received is None:
+                    continue
+                conn.receive_data(received)
                 continue
             if event is ENDED:
                 return None

@@ -37,14 +37,31 @@ _CORS_BLOCK: Final = b"".join(name + b": " + value + b"\r\n" for name, value in 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
+class HeadNotes:
+    """What a responder worked out from a request's head (method, target, headers) alone, kept for
+    the requests that repeat the head byte for byte on the same connection (see
+    :meth:`HttpServerConnection.receive_data`): ``value`` is None until the responder sets it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: object = None
+
+
 @dataclass(slots=True)
 class HttpRequest:
-    """A request head with its body (read in full, within the limit). Header names are lowercase."""
+    """A request head with its body (read in full, within the limit). Header names are lowercase.
+
+    ``notes`` is shared by the requests of a connection whose heads are the same bytes (None for a
+    head that may not repeat: chunked, ``Expect``, closing): a responder may keep in it what it
+    derives from the head, and find it there the next time.
+    """
 
     method: bytes
     target: bytes
     headers: list[tuple[bytes, bytes]]
     body: bytes = b""
+    notes: HeadNotes | None = None
 
     def header(self, name: bytes) -> bytes | None:
         return find_header(self.headers, name)
@@ -273,7 +290,8 @@ class HttpServerConnection:
             and data.startswith(memo.head)
         ):
             body = data[memo.body_offset :]
-            self._ready.append((RequestReceived(HttpRequest(*memo.request, body)), True))
+            request = HttpRequest(memo.method, memo.target, memo.headers, body, memo.notes)
+            self._ready.append((RequestReceived(request), True))
             return
         at_boundary = not self._in_message and not self._ready
         try:
@@ -307,7 +325,8 @@ class HttpServerConnection:
         body_offset = len(data) - len(request.body)
         head = data[:body_offset]
         if head.endswith(b"\r\n\r\n") and head.startswith(request.method + b" "):
-            self._memo = _Memo(head, len(data), (request.method, request.target, request.headers))
+            request.notes = HeadNotes()
+            self._memo = _Memo(head, len(data), request)
 
     def _upgrade(self, trailing: bytes) -> None:
         # The request whose head asked to upgrade is the last one completed (llhttp reports the
@@ -367,18 +386,18 @@ class HttpServerConnection:
 
 class _Memo:
     """A request head read whole by the parser: its bytes, the size of a request with it (head and
-    body), and the method, target and headers it parsed to (shared by the requests that repeat it:
-    never mutated)."""
+    body), and what it parsed to (shared by the requests that repeat it: never mutated)."""
 
-    __slots__ = ("body_offset", "head", "request", "size")
+    __slots__ = ("body_offset", "head", "headers", "method", "notes", "size", "target")
 
-    def __init__(
-        self, head: bytes, size: int, request: tuple[bytes, bytes, list[tuple[bytes, bytes]]]
-    ) -> None:
+    def __init__(self, head: bytes, size: int, request: HttpRequest) -> None:
         self.head = head
         self.body_offset = len(head)
         self.size = size
-        self.request = request
+        self.method = request.method
+        self.target = request.target
+        self.headers = request.headers
+        self.notes = request.notes
 
 
 def _too_large(limit: int) -> Refused:

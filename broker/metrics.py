@@ -61,27 +61,22 @@ _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 
 
 class _RequestCollector:
-    """``scopecast_requests_total`` and ``scopecast_request_seconds``, counted in plain ints.
+    """``scopecast_requests_total`` and ``scopecast_request_seconds``, counted in plain lists.
 
-    The request path only adds to lists; the Prometheus families are built at scrape. (Through
+    The request path only adds to a list; the Prometheus families are built at scrape. (Through
     ``prometheus_client``'s own counters every call took two locks and a bucket loop.)
     """
 
     def __init__(self) -> None:
-        self.outcomes: dict[tuple[str, str], list[int]] = {}
-        #: per method: a count per bucket (not cumulative), then +Inf, then [sum]
-        self.latency: dict[str, tuple[list[int], list[float]]] = {}
+        #: per method: calls answered ok, with an error, their seconds in all, then a count per
+        #: latency bucket (not cumulative) and +Inf: one lookup per call
+        self.methods: dict[str, list[float]] = {}
 
-    def observe(self, method: str, outcome: str, seconds: float) -> None:
-        counter = self.outcomes.get((method, outcome))
-        if counter is None:
-            counter = self.outcomes[method, outcome] = [0]
-        counter[0] += 1
-        histogram = self.latency.get(method)
-        if histogram is None:
-            histogram = self.latency[method] = ([0] * (len(_LATENCY_BUCKETS) + 1), [0.0])
-        histogram[0][bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
-        histogram[1][0] += seconds
+    def counts(self, method: str) -> list[float]:
+        counts = self.methods.get(method)
+        if counts is None:
+            counts = self.methods[method] = [0, 0, 0.0] + [0] * (len(_LATENCY_BUCKETS) + 1)
+        return counts
 
     def describe(self) -> Iterator[Metric]:
         return iter(())
@@ -90,18 +85,21 @@ class _RequestCollector:
         requests = CounterMetricFamily(
             "scopecast_requests", "JSON-RPC calls answered", labels=["method", "outcome"]
         )
-        for (method, outcome), counter in self.outcomes.items():
-            requests.add_metric([method, outcome], counter[0])
+        for method, counts in self.methods.items():
+            for outcome, count in (("ok", counts[0]), ("error", counts[1])):
+                if count:
+                    requests.add_metric([method, outcome], count)
         yield requests
         latency = HistogramMetricFamily(
             "scopecast_request_seconds", "JSON-RPC call latency", labels=["method"]
         )
-        for method, (counts, total) in self.latency.items():
-            cumulative, buckets = 0, []
-            for bound, count in zip((*_LATENCY_BUCKETS, math.inf), counts, strict=True):
+        for method, counts in self.methods.items():
+            cumulative: float = 0
+            buckets = []
+            for bound, count in zip((*_LATENCY_BUCKETS, math.inf), counts[3:], strict=True):
                 cumulative += count
                 buckets.append(("+Inf" if bound == math.inf else repr(float(bound)), cumulative))
-            latency.add_metric([method], buckets, total[0])
+            latency.add_metric([method], buckets, counts[2])
         yield latency
 
 
@@ -186,15 +184,20 @@ class Metrics:
         self._response_cache.store = store
 
     def observe_request(self, method: str, seconds: float, error: RpcError | None) -> None:
-        # Unknown method names come from clients: fold them so they cannot grow the label set.
-        if method not in self._known_methods:
-            if error is not None and error.code == -32601:
-                method = "unknown"
-            elif len(self._known_methods) < 512:
-                self._known_methods.add(method)
-            else:
-                method = "other"
-        self._requests.observe(method, "ok" if error is None else "error", seconds)
+        counts = self._requests.methods.get(method)
+        if counts is None:
+            # Unknown method names come from clients: fold them so they cannot grow the label set.
+            if method not in self._known_methods:
+                if error is not None and error.code == -32601:
+                    method = "unknown"
+                elif len(self._known_methods) < 512:
+                    self._known_methods.add(method)
+                else:
+                    method = "other"
+            counts = self._requests.counts(method)
+        counts[0 if error is None else 1] += 1
+        counts[2] += seconds
+        counts[3 + bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

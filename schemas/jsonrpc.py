@@ -37,9 +37,10 @@ _any_decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass is slower to build, once per call
-class Call:
-    """One well-formed request. ``id`` is the raw JSON id, or None for a notification."""
+class Call(msgspec.Struct, gc=False):
+    """One well-formed request. ``id`` is the raw JSON id, or None for a notification.
+
+    A Struct rather than a dataclass: built once per call, in C (a quarter of the time)."""
 
     method: str
     params: Raw
