@@ -48,6 +48,7 @@ from broker.sessions import (
     is_notification_granted,
     parse_create_session,
     parse_invoke_method,
+    parse_revoke_session,
     permitted_addresses,
     revoke_scopes,
     update_scopes,
@@ -92,10 +93,6 @@ EXPIRY_CHECK: Final = 5.0
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _decode(params: msgspec.Raw) -> Any:
-    return msgspec.json.decode(params)
 
 
 class SessionService:
@@ -224,7 +221,7 @@ class SessionService:
 
     async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         identity = self._identity(ctx)
-        request = parse_create_session(_decode(params), now=_now())
+        request = parse_create_session(params, now=_now())
         try:
             offer = apply_support(request, self.supported)
             decision = await self.policy.decide_session(identity, offer, self._held)
@@ -254,16 +251,7 @@ class SessionService:
         return get_result(await self._current(identity, now), now, self._dialect(identity))
 
     async def _revoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        args = _decode(params)
-        scopes: list[str] | None = None
-        if isinstance(args, dict) and args.get("scopes") is not None:
-            raw = args["scopes"]
-            if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
-                raise InvalidParams("scopes must be an array of scope strings")
-            scopes = raw
-        elif not isinstance(args, dict | list):
-            raise InvalidParams("params must be an object")
-        await self.revoke(self._identity(ctx), scopes, ctx)
+        await self.revoke(self._identity(ctx), parse_revoke_session(params), ctx)
         return True
 
     async def revoke(
@@ -302,7 +290,7 @@ class SessionService:
 
     async def _invoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         now = _now()
-        request = parse_invoke_method(_decode(params))
+        request = parse_invoke_method(params)
         identity = self._identity(ctx)
         session = await self._current(identity, now)
         authorize_invoke(session, request, now=now)
