@@ -446,19 +446,19 @@ def fold_keys(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _decode_topic(text: str) -> str:
-    digits = _decode_hex_value(text)
-    if len(digits) != 64:
-        raise ArgumentError(
-            f"hex has invalid length {len(digits) // 2} after decoding; expected 32 for topic"
-        )
-    return "0x" + digits.lower()
+    return _decode_filter_hex(text, 32, "topic")
 
 
 def _decode_filter_address(text: str) -> str:
+    return _decode_filter_hex(text, 20, "address")
+
+
+def _decode_filter_hex(text: str, size: int, what: str) -> str:
+    """A filter's topic or address: ``size`` bytes of hex, lowercase (geth's texts)."""
     digits = _decode_hex_value(text)
-    if len(digits) != 40:
+    if len(digits) != size * 2:
         raise ArgumentError(
-            f"hex has invalid length {len(digits) // 2} after decoding; expected 20 for address"
+            f"hex has invalid length {len(digits) // 2} after decoding; expected {size} for {what}"
         )
     return "0x" + digits.lower()
 
