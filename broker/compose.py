@@ -25,7 +25,7 @@ from broker.access import (
     key_policies,
 )
 from broker.admin import AdminApi
-from broker.app import Broker, is_loopback
+from broker.app import Broker
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, network_specs
 from broker.console import OperatorConsole
@@ -42,6 +42,7 @@ from broker.redis import (
 from broker.resume import RedisResumeStore
 from broker.session_service import SessionService
 from broker.signing import SigningGateway
+from broker.start_up import is_loopback
 from broker.worker import ChainLeaders
 
 DEV_NETWORK = "dev"

@@ -22,6 +22,7 @@ import trio
 from adapters.evm.log_filter import LogCriteria, parse_filter
 from broker.errors import InvalidParams, LimitExceeded, ServerError
 from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.networks import Networks
 from schemas.filters import filter_id_params, filter_object_params
 from schemas.params import decode_positional
 
@@ -36,6 +37,20 @@ Params: TypeAlias = msgspec.Raw | list[Any]
 
 GetLogs = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """``await get_logs(chain, filter_object)``: the chain's ``eth_getLogs``."""
+
+
+def adapters_get_logs(networks: Networks) -> GetLogs:
+    """``eth_getLogs`` of the chain adapter serving each chain (for ``eth_getFilterLogs``)."""
+
+    async def get_logs(chain: str, spec: dict[str, Any]) -> Any:
+        network = networks.by_chain(chain)
+        if network is None:
+            raise ServerError(f"no network serves {chain}")
+        return await network.adapter.call(
+            chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
+        )
+
+    return get_logs
 
 
 def _bound(value: Any, name: str) -> int | None:
