@@ -341,7 +341,8 @@ def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
             "signature waits until it times out: set [server] admin_token (or --admin-token, "
             "or SCOPECAST_ADMIN_TOKEN)"
         )
-    admin = AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
+    # No token (off loopback): every request gets 401.
+    admin = broker.admin = AdminApi(broker.networks, broker.metrics, sessions, token)
     broker.console = OperatorConsole(
         broker, sessions, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN)
     )
