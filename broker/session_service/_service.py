@@ -19,7 +19,7 @@ from broker.session_service._connected import ConnectedDapps
 from broker.session_service._expiry_watch import ExpiryWatch
 from broker.session_service._fanout import ChangeFanOut
 from broker.session_service._wallet_methods import WalletMethods
-from broker.sessions import ChainSupport, Identity, MemorySessionStore, Session, SessionStore
+from broker.sessions import Identity, MemorySessionStore, Session, SessionStore
 
 if TYPE_CHECKING:
     from broker.resume import ResumeKeeper
@@ -101,10 +101,6 @@ class SessionService:
         self._expiry.period = seconds
 
     # -- for the operator API, the console and resume ---------------------------------------------
-
-    def supported(self, chain: str) -> ChainSupport | None:
-        """What the broker serves on ``chain`` (None: no network)."""
-        return self._wallet.supported(chain)
 
     def watch_changes(self, watcher: Callable[[SessionChange], None]) -> None:
         """Tell ``watcher`` of every session change this process hears (with Redis, those of every
