@@ -28,7 +28,8 @@ from schemas.admin import (
 )
 
 if TYPE_CHECKING:
-    from broker.app import Broker
+    from broker.metrics import Metrics
+    from broker.networks import Networks
     from broker.session_service import SessionService
 
 
@@ -58,13 +59,14 @@ def _not_waiting(approval_id: str) -> InvalidParams:
 class AdminApi:
     """Serves ``/admin`` for one broker."""
 
-    def __init__(self, broker: Broker, sessions: SessionService, token: str | None) -> None:
+    def __init__(
+        self, networks: Networks, metrics: Metrics, sessions: SessionService, token: str | None
+    ) -> None:
         """``token`` None: no token was configured off loopback, so every request gets 401."""
-        self._broker = broker
         self._sessions = sessions
         self._token = token.encode() if token is not None else None
-        self._dispatcher = Dispatcher(broker.networks, broker.metrics, chain_calls=False)
-        self._context = CallContext(broker.networks.default, "admin", "admin")
+        self._dispatcher = Dispatcher(networks, metrics, chain_calls=False)
+        self._context = CallContext(networks.default, "admin", "admin")
         for name in (
             "listSessions",
             "updateSession",
@@ -74,7 +76,6 @@ class AdminApi:
             "reject",
         ):
             self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
-        broker.admin = self
 
     def accepts(self, token: str) -> bool:
         """Whether ``token`` opens the API (the banner says when it is the public dev token)."""

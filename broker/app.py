@@ -1,33 +1,34 @@
-"""The broker: networks, the dispatcher, connections, and the one port they are served on.
+"""The broker: networks, the dispatcher, and the one port they are served on, with its HTTP routes.
 
 ``Broker.serve`` follows trio's ``serve_*`` convention: it never returns on its own, and
 ``await nursery.start(broker.serve, host, port)`` returns the bound port once it is listening.
-``Broker.shutdown`` starts a graceful stop: stop accepting, close WebSockets with 1001, give every
-connection ``shutdown_grace`` seconds, then cancel what is left.
+``Broker.shutdown`` starts a graceful stop: stop accepting, let every WebSocket finish its calls and
+close it with 1012 (:meth:`broker.connections.Connections.drain`), give every connection
+``shutdown_grace`` seconds, then cancel what is left. The chain events' path is
+:mod:`broker.event_path`, the WebSocket connections :mod:`broker.connections`, the port's 503
+while it starts :mod:`broker.start_up`.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Collection
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final, Protocol
-from urllib.parse import unquote
 
 import msgspec
 import trio
-from wsproto.utilities import ProtocolError as WsHandshakeError
 
-from broker import discover, frames, stream_methods
+from broker import discover, stream_methods
 from broker.access import AccessControl, KeyAccess
-from broker.bus import EventBus, MemoryBus, MemoryLog, Position
+from broker.bus import EventBus, MemoryBus
 from broker.chain_calls import CachedChainCalls
+from broker.connections import ConnectionHook, Connections
 from broker.discover import ADMIN_METHODS
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import RpcError, ServerError, Unauthenticated
-from broker.events import ChainEvent, FamilyEvent, HeadEvent
-from broker.filters import FilterRegistry
+from broker.errors import ServerError, Unauthenticated
+from broker.event_path import EventPath, chain_families
+from broker.filters import FilterRegistry, adapters_get_logs
 from broker.http import (
     JSON_HEADERS,
     ConnectionDeadlines,
@@ -39,18 +40,15 @@ from broker.http import (
     json_error,
 )
 from broker.http_reactor import HttpReactor
-from broker.ingest import ChainIngestion
 from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.metrics import Metrics
 from broker.networks import Networks
 from broker.response_cache import ResponseStore
 from broker.resume import MemoryResumeStore, ResumeKeeper
-from broker.resume._keeper import resumed_message
 from broker.routing import Endpoint, route
+from broker.start_up import answer_not_ready, holding, is_loopback
 from broker.subscriptions import SubscriptionHub
-from broker.websocket import WebSocketConnection
-from broker.ws_protocol import accept_handshake
 from schemas.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,33 +82,6 @@ class ConsoleResponder(Protocol):
     def open_feed(self, request: HttpRequest) -> HttpResponse | Upgrade: ...
 
 
-_NOT_READY: Final = "not ready yet: waiting for Redis"
-
-
-async def _not_ready(request: HttpRequest) -> HttpResponse:
-    """Every request while the broker waits for its resources: 503, retry later."""
-    retry = [(b"retry-after", b"1")]
-    if request.target.split(b"?", 1)[0] == b"/healthz":
-        body = msgspec.json.encode({"status": "starting", "reason": _NOT_READY})
-        return HttpResponse(503, body, [*JSON_HEADERS, *retry])
-    response = json_error(503, ServerError(_NOT_READY))
-    response.headers = [*(response.headers or []), *retry]
-    return response
-
-
-_RELEASE_TIMEOUT: Final = 2.0
-
-
-def _query_value(target: bytes, name: bytes) -> str | None:
-    """The value of query parameter ``name`` in a request target (None: absent)."""
-    _, _, query = target.partition(b"?")
-    for pair in query.split(b"&"):
-        key, _, value = pair.partition(b"=")
-        if key == name:
-            return unquote(value.decode("latin-1"))
-    return None
-
-
 def _json_rpc_content(request: HttpRequest) -> bool:
     """Whether the request's ``Content-Type`` is one geth accepts for a JSON-RPC body."""
     content_type = (request.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
@@ -121,18 +92,14 @@ _NOT_PLAIN: Final = object()
 """A head whose requests :meth:`Broker.respond` answers (not a plain JSON-RPC POST)."""
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only binds loopback addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class Broker:
-    """Everything one scopecast process serves."""
+    """Everything one scopecast process serves.
+
+    It builds the core it cannot serve without (the dispatcher, the subscription hub, polled
+    filters, resume, the event path, the WebSocket connections); the composition root
+    (:mod:`broker.compose`) adds the rest through :meth:`add_service`, :meth:`add_resource`,
+    :meth:`on_connect` and :meth:`on_disconnect`.
+    """
 
     def __init__(
         self,
@@ -152,7 +119,6 @@ class Broker:
             self.metrics.watch_response_cache(store)
         self.api_keys = frozenset(api_keys) or frozenset({DEV_API_KEY})
         self.dev_mode = not api_keys
-        self.connections: set[WebSocketConnection] = set()
         self.admin: AdminResponder | None = None
         self.console: ConsoleResponder | None = None
         #: The ``[keys.*]`` rules and limits (None: no key has any).
@@ -161,36 +127,39 @@ class Broker:
         self.port: int | None = None
         self._services: list[Service] = []
         self._resources: list[AbstractAsyncContextManager[object]] = []
-        self._connection_hooks: list[Callable[[WebSocketConnection], None]] = []
         self._shutdown = trio.Event()
         self._started = False
-        self._handlers: trio.Nursery
         self.bus = bus or MemoryBus(window=self.limits.resume_window)
         self.hub = SubscriptionHub(self.metrics)
+        window = self.limits.resume_window
         # The chain families' events (Solana's) stay in this process, on a log per chain.
-        self.family_logs: dict[str, MemoryLog[FamilyEvent]] = {}
-        for network in networks:
-            family = network.adapter.subscription_family(network.chain)
-            if family is not None:
-                self.hub.families[network.chain] = family
-                self.family_logs[network.chain] = MemoryLog(window=self.limits.resume_window)
+        family_logs = chain_families(networks, self.hub, window=window)
         #: Cursors and resume (None when ``resume_window`` is 0); its store is replaced by a
         #: Redis one in a Redis deployment.
         self.resume: ResumeKeeper | None = None
-        if self.limits.resume_window > 0:
-            self.resume = ResumeKeeper(
-                self.hub, self.bus, MemoryResumeStore(), window=self.limits.resume_window
-            )
-            self.resume.family_logs = self.family_logs
-        self.filters = FilterRegistry(self._get_logs)
-        self._disconnect_hooks: list[Callable[[WebSocketConnection], None]] = [
-            self.hub.drop_connection
-        ]
+        if window > 0:
+            self.resume = ResumeKeeper(self.hub, self.bus, MemoryResumeStore(), window=window)
+            self.resume.family_logs = family_logs
+        self.filters = FilterRegistry(adapters_get_logs(networks))
+        self.connections = Connections(
+            self.dispatcher, self.limits, self.metrics, resume=self.resume
+        )
+        self.connections.on_disconnect(self.hub.drop_connection)
         stream_methods.install(self.dispatcher, self.hub, self.filters)
         self.dispatcher.register("rpc.discover", self._discover)
         self._documents: dict[str, bytes] = {}
-        self.add_service(self._start_event_path)
-        self._ingest = ingest
+        events = EventPath(
+            networks,
+            self.bus,
+            self.hub,
+            self.filters,
+            self.dispatcher.cache.epochs,
+            self.metrics,
+            family_logs=family_logs,
+            resume=self.resume,
+            ingest=ingest,
+        )
+        self.add_service(events.start)
         self.http_deadlines = ConnectionDeadlines()
         self.http_reactor = HttpReactor()
 
@@ -205,28 +174,13 @@ class Broker:
         # A Redis client (coredis) must be entered by a task that outlives every task using it.
         self._resources.append(resource)
 
-    @asynccontextmanager
-    async def _holding_resources(self) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            for resource in self._resources:
-                await stack.enter_async_context(resource)
-            yield
-
-    def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None:
+    def on_connect(self, hook: ConnectionHook) -> None:
         """Call ``hook`` for every new WebSocket connection (before its first message)."""
-        self._connection_hooks.append(hook)
+        self.connections.on_connect(hook)
 
-    def on_disconnect(self, hook: Callable[[WebSocketConnection], None]) -> None:
+    def on_disconnect(self, hook: ConnectionHook) -> None:
         """Call ``hook`` for every WebSocket connection that ended."""
-        self._disconnect_hooks.append(hook)
-
-    async def _get_logs(self, chain: str, spec: dict[str, object]) -> object:
-        network = self.networks.by_chain(chain)
-        if network is None:
-            raise ServerError(f"no network serves {chain}")
-        return await network.adapter.call(
-            chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
-        )
+        self.connections.on_disconnect(hook)
 
     async def _discover(self, ctx: CallContext, params: msgspec.Raw) -> msgspec.Raw:
         """``rpc.discover``: built once per network (the method set is fixed once serving)."""
@@ -236,43 +190,6 @@ class Broker:
             document = msgspec.json.encode(discover.document(self.dispatcher, ctx.network, admin))
             self._documents[ctx.network.name] = document
         return msgspec.Raw(document)
-
-    def _deliver(self, event: ChainEvent, position: Position) -> None:
-        epochs = self.dispatcher.cache.epochs
-        if isinstance(event, HeadEvent):
-            epochs.on_head(event.chain, event.block.number, event.block.hash)
-        elif event.removed:
-            epochs.on_removed(event.chain)
-        self.hub.publish(event, position)
-        self.filters.on_event(event)
-
-    async def _start_event_path(self, nursery: trio.Nursery) -> None:
-        chains = [n.chain for n in self.networks if n.chain not in self.family_logs]
-        started = await nursery.start(self.bus.serve_reader, chains, self._deliver)
-        for chain, position in started.items():
-            self.hub.positions.advance(chain, position)
-        for network in self.networks:
-            log = self.family_logs.get(network.chain)
-            if log is not None:
-                self.hub.positions.advance(network.chain, log.position)
-                feed = self._family_feed(network.chain, log)
-                await nursery.start(network.adapter.serve_events, network.chain, feed)
-        nursery.start_soon(self.filters.serve_expiry)
-        if self.resume is not None:
-            nursery.start_soon(self.resume.serve_flusher)
-        if self._ingest:
-            for network in self.networks:
-                ingestion = ChainIngestion(network.adapter, network.chain, self.bus, self.metrics)
-                await nursery.start(ingestion.serve)
-
-    def _family_feed(
-        self, chain: str, log: MemoryLog[FamilyEvent]
-    ) -> Callable[[object], Awaitable[None]]:
-        async def on_event(event: object) -> None:
-            wrapped = FamilyEvent(chain, event)
-            self.hub.publish(wrapped, log.append(wrapped))
-
-        return on_event
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -307,14 +224,13 @@ class Broker:
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.http_deadlines.serve)
                 outer.start_soon(self.http_reactor.serve)
-                # Bound but not ready until the resources (Redis) answer: say so with 503 rather
-                # than leave load balancers and clients waiting on an open, silent port.
+                # Bound but not ready until the resources (Redis) answer: say so with 503.
                 starting, stopped = trio.CancelScope(), trio.Event()
                 if self._resources:
-                    outer.start_soon(self._answer_while_starting, listeners, starting, stopped)
+                    outer.start_soon(answer_not_ready, listeners, self._handle, starting, stopped)
                 else:
                     stopped.set()
-                async with self._holding_resources():
+                async with holding(self._resources):
                     starting.cancel()
                     await stopped.wait()  # one task at a time may accept on a socket
                     await self._serve_ready(listeners, bound, task_status)
@@ -330,51 +246,22 @@ class Broker:
         async with trio.open_nursery() as services:
             for service in self._services:
                 await service(services)
-            services.start_soon(self._heartbeat)
+            services.start_soon(self.connections.serve_heartbeat)
             async with trio.open_nursery() as handlers:
+                self.connections.run_in(handlers)
                 accepting = trio.CancelScope()
                 handlers.start_soon(self._accept, listeners, handlers, accepting)
                 task_status.started(port)
                 await self._shutdown.wait()
                 accepting.cancel()
-                for conn in list(self.connections):
-                    handlers.start_soon(self._drain, conn)
+                for conn in self.connections:
+                    handlers.start_soon(self.connections.drain, conn)
                 handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
             services.cancel_scope.cancel()
-
-    async def _answer_while_starting(
-        self, listeners: list[trio.SocketListener], scope: trio.CancelScope, stopped: trio.Event
-    ) -> None:
-        # Its own accept loop: trio.serve_listeners would close the listeners when cancelled.
-        try:
-            with scope:
-                async with trio.open_nursery() as nursery:
-                    for listener in listeners:
-                        nursery.start_soon(self._accept_while_starting, listener, nursery)
-        finally:
-            stopped.set()
-
-    async def _accept_while_starting(
-        self, listener: trio.SocketListener, nursery: trio.Nursery
-    ) -> None:
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError:  # out of file descriptors, say: the client will retry
-                await trio.sleep(0.1)
-                continue
-            nursery.start_soon(self._handle, stream, _not_ready)
 
     def shutdown(self) -> None:
         """Begin the graceful stop."""
         self._shutdown.set()
-
-    async def _drain(self, conn: WebSocketConnection) -> None:
-        """Let ``conn`` finish its calls, then close it with 1012 and its last cursor (where a
-        client resumes on another process with no gap)."""
-        await conn.finish_calls()
-        cursor = self.resume.last_cursor(conn) if self.resume is not None else None
-        conn.close(frames.CLOSE_SERVICE_RESTART, cursor or "server restarting")
 
     async def wait_stopping(self) -> None:
         """Return once the graceful stop has begun."""
@@ -386,7 +273,6 @@ class Broker:
         handlers: trio.Nursery,
         accepting: trio.CancelScope,
     ) -> None:
-        self._handlers = handlers
         with accepting:
             await trio.serve_listeners(self._handle, listeners, handler_nursery=handlers)
 
@@ -410,15 +296,6 @@ class Broker:
         finally:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
-
-    async def _heartbeat(self) -> None:
-        while True:
-            await trio.sleep(self.limits.ping_interval)
-            for conn in list(self.connections):
-                if conn.awaiting_pong:
-                    conn.close(frames.CLOSE_PING_TIMEOUT, "ping timeout")
-                else:
-                    conn.ping()
 
     # -- HTTP -----------------------------------------------------------------------------------
 
@@ -506,7 +383,7 @@ class Broker:
             if refused is not None:
                 return refused
         if target.endpoint is Endpoint.WEBSOCKET:
-            upgrade = self._upgrade(request, context)
+            upgrade = self.connections.upgrade(request, context)
             if self.access is None or isinstance(upgrade, HttpResponse):
                 return upgrade
             return await self.access.open_connection(context, upgrade)
@@ -534,66 +411,3 @@ class Broker:
             }
         )
         return HttpResponse(200, body, JSON_HEADERS)
-
-    # -- WebSocket ------------------------------------------------------------------------------
-
-    def _upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
-        resume_from = _query_value(request.target, b"resume")
-        try:
-            accept = accept_handshake(request.headers, request.target)
-        except (WsHandshakeError, RpcError) as exc:
-            return HttpResponse(400, str(exc).encode())
-        return self._websocket_session(accept, context, resume_from)
-
-    def _websocket_session(
-        self, accept: bytes, context: CallContext, resume_from: str | None = None
-    ) -> Upgrade:
-        async def run(stream: trio.SocketStream, trailing: bytes) -> None:
-            await stream.send_all(accept)
-            # The connection's calls and its flusher run in the handlers' nursery: a connection
-            # costs one task (this one, its reader), not a nursery of its own.
-            conn = WebSocketConnection(
-                stream,
-                self._handlers,
-                self.dispatcher,
-                context,
-                self.limits,
-                on_slow_consumer=self._slow_consumer,
-                settle=self.resume.settle if self.resume is not None else None,
-            )
-            self.connections.add(conn)
-            self.metrics.connections.inc()
-            try:
-                if resume_from is not None:
-                    if self.resume is not None:
-                        await self.resume.resume(conn, resume_from)
-                    else:
-                        conn.send_message(resumed_message(0, False))
-                # No await since the resume's last read: the hooks see every later change.
-                for hook in self._connection_hooks:
-                    hook(conn)
-                await conn.serve(trailing)
-            finally:
-                try:
-                    if self.resume is not None:  # before _forget ends its subscriptions
-                        # Not shielded: a cancelled broker skips it (the record written at the
-                        # last subscription change stands, for longer).
-                        with trio.move_on_after(_RELEASE_TIMEOUT):
-                            await self.resume.release(conn)
-                finally:
-                    self._forget(conn)
-
-        return run
-
-    def _slow_consumer(self, conn: WebSocketConnection) -> None:
-        self.metrics.slow_consumers.inc()
-        log.warning("closing %r: slow consumer (over %d bytes unsent)", conn, conn.outbox.limit)
-
-    def _forget(self, conn: WebSocketConnection) -> None:
-        self.connections.discard(conn)
-        self.metrics.connections.dec()
-        for hook in self._disconnect_hooks:
-            try:
-                hook(conn)
-            except Exception:
-                log.exception("disconnect hook failed for %r", conn)

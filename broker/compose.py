@@ -25,7 +25,7 @@ from broker.access import (
     key_policies,
 )
 from broker.admin import AdminApi
-from broker.app import Broker, is_loopback
+from broker.app import Broker
 from broker.approvals import ApprovalPolicy
 from broker.config import Config, ConfigError, network_specs
 from broker.console import OperatorConsole
@@ -41,6 +41,8 @@ from broker.redis import (
 )
 from broker.resume import RedisResumeStore
 from broker.session_service import SessionService
+from broker.signing import SigningGateway
+from broker.start_up import is_loopback
 from broker.worker import ChainLeaders
 
 DEV_NETWORK = "dev"
@@ -240,6 +242,23 @@ def _install_access(broker: Broker, config: Config, redis: RedisClient | None) -
         broker.dispatcher.register(REFRESH_METHOD, access.refresh_token)
 
 
+def _install_sessions(broker: Broker, sessions: SessionService) -> None:
+    """The ``wallet_*`` methods, the signing gateway, the connections' sessions and the replay of
+    session changes on resume."""
+    for name, handler in sessions.methods().items():
+        broker.dispatcher.register(name, handler)
+    signing = SigningGateway(broker.networks, broker.dispatcher, sessions.policy)
+    broker.dispatcher.add_fallback(signing.call, signing.methods)
+    broker.on_connect(sessions.track)
+    broker.on_disconnect(sessions.untrack)
+    broker.add_service(sessions.start)
+    broker.metrics.sessions.set_function(sessions.watched)  # read at every scrape
+    if broker.resume is not None:
+        broker.resume.process_id = sessions.process_id
+        broker.resume.changes = sessions.changes
+        broker.resume.sessions = sessions
+
+
 def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
     """The broker ``config`` and ``options`` describe, every part built and wired here: networks
     and their adapters, the account adapter, the bus and stores (Redis or memory), sessions and
@@ -298,12 +317,16 @@ def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
     )
     policy = ApprovalPolicy(given.approval or server.approval, timeout=server.approval_timeout)
     sessions = broker.sessions = SessionService(
-        broker,
+        broker.networks,
+        broker.dispatcher,
+        broker.hub,
+        resume=broker.resume,
         store=redis.store if redis else None,
         changes=redis.changes if redis else None,
         policy=policy,
         max_expiry=timedelta(seconds=server.max_session_expiry),
     )
+    _install_sessions(broker, sessions)
     if redis is not None:
         redis.attach(broker, ingest=given.role == "all")
     if config.keys:
@@ -318,7 +341,8 @@ def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
             "signature waits until it times out: set [server] admin_token (or --admin-token, "
             "or SCOPECAST_ADMIN_TOKEN)"
         )
-    admin = AdminApi(broker, sessions, token)  # no token (off loopback): every request gets 401
+    # No token (off loopback): every request gets 401.
+    admin = broker.admin = AdminApi(broker.networks, broker.metrics, sessions, token)
     broker.console = OperatorConsole(
         broker, sessions, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN)
     )

@@ -78,3 +78,6 @@ from schemas.errors import (
 from schemas.errors import (
     rate_limited as rate_limited,
 )
+from schemas.errors import (
+    too_many_arguments as too_many_arguments,
+)

@@ -5,6 +5,8 @@ Filters are fed by the same chain events as subscriptions, so ``eth_getFilterCha
 happened since the last poll, including logs removed by a reorganisation. ``eth_getFilterLogs`` runs
 the filter's whole query through ``eth_getLogs``. A filter not polled for ``FILTER_TIMEOUT`` is
 removed. A filter belongs to the API key that created it; other keys get ``filter not found``.
+Params are decoded by the Structs of :mod:`schemas.filters`, the filter object as geth reads it
+(:func:`adapters.evm.log_filter.parse_filter`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import msgspec
 import trio
 
-from adapters.evm.log_filter import LogCriteria, parse_criteria
-from broker.errors import InvalidParams, LimitExceeded, ServerError, missing_argument
+from adapters.evm.log_filter import LogCriteria, parse_filter
+from broker.errors import InvalidParams, LimitExceeded, ServerError
 from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.networks import Networks
+from schemas.filters import filter_id_params, filter_object_params
+from schemas.params import decode_positional
 
 FILTER_TIMEOUT: Final = 15 * 60.0
 MAX_BUFFERED: Final = 10_000
@@ -27,13 +32,30 @@ _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
 _TAGS: Final = frozenset({"latest", "earliest", "pending", "safe", "finalized"})
 
+Params: TypeAlias = msgspec.Raw | list[Any]
+"""A method's params: as they arrive, or decoded already."""
+
 GetLogs = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """``await get_logs(chain, filter_object)``: the chain's ``eth_getLogs``."""
 
 
+def adapters_get_logs(networks: Networks) -> GetLogs:
+    """``eth_getLogs`` of the chain adapter serving each chain (for ``eth_getFilterLogs``)."""
+
+    async def get_logs(chain: str, spec: dict[str, Any]) -> Any:
+        network = networks.by_chain(chain)
+        if network is None:
+            raise ServerError(f"no network serves {chain}")
+        return await network.adapter.call(
+            chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
+        )
+
+    return get_logs
+
+
 def _bound(value: Any, name: str) -> int | None:
     """A numeric block bound, or None for a tag / absent (no bound on live changes)."""
-    if value is None or value in _TAGS:
+    if value is None or (isinstance(value, str) and value in _TAGS):
         return None
     if isinstance(value, str) and value.startswith("0x"):
         try:
@@ -53,6 +75,8 @@ class _Filter:
     criteria: LogCriteria | None = None
     from_block: int | None = None
     to_block: int | None = None
+    #: ``fromBlock`` is ``pending``: ``eth_getFilterLogs`` refuses it (SPEC §2.5).
+    from_pending: bool = False
     buffer: list[msgspec.Raw | str] = field(default_factory=list)
     overflowed: bool = False
     last_poll: float = 0.0
@@ -68,20 +92,10 @@ class FilterRegistry:
     def __len__(self) -> int:
         return len(self._filters)
 
-    def new_log_filter(self, api_key: str, chain: str, params: Any) -> str:
-        if not isinstance(params, list):
-            raise InvalidParams("non-array args")
-        if not params:
-            raise missing_argument(0)
-        spec = params[0]
-        if not isinstance(spec, dict):
-            raise InvalidParams("invalid argument 0: filter must be an object")
-        has_hash = "blockHash" in spec or "blockhash" in spec
-        if has_hash and ("fromBlock" in spec or "toBlock" in spec):
-            raise InvalidParams(
-                "invalid argument 0: cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other"
-            )
-        criteria = parse_criteria(spec)
+    def new_log_filter(self, api_key: str, chain: str, params: Params) -> str:
+        """``eth_newFilter``: install a log filter; its id."""
+        spec = decode_positional(params, filter_object_params).criteria
+        members, criteria = parse_filter(spec)
         return self._install(
             _Filter(
                 "",
@@ -90,8 +104,9 @@ class FilterRegistry:
                 "logs",
                 spec=spec,
                 criteria=criteria,
-                from_block=_bound(spec.get("fromBlock"), "fromBlock"),
-                to_block=_bound(spec.get("toBlock"), "toBlock"),
+                from_block=_bound(members.get("fromblock"), "fromBlock"),
+                to_block=_bound(members.get("toblock"), "toBlock"),
+                from_pending=members.get("fromblock") == "pending",
             )
         )
 
@@ -104,18 +119,15 @@ class FilterRegistry:
         self._filters[flt.id] = flt
         return flt.id
 
-    def _lookup(self, api_key: str, params: Any) -> _Filter:
-        if not isinstance(params, list):
-            raise InvalidParams("non-array args")
-        if not params:
-            raise missing_argument(0)
-        flt = self._filters.get(params[0]) if isinstance(params[0], str) else None
+    def _lookup(self, api_key: str, params: Params) -> _Filter:
+        fid = decode_positional(params, filter_id_params).id
+        flt = self._filters.get(fid)
         if flt is None or flt.api_key != api_key:
             raise ServerError("filter not found")
         flt.last_poll = trio.current_time()
         return flt
 
-    def changes(self, api_key: str, params: Any) -> list[msgspec.Raw | str]:
+    def changes(self, api_key: str, params: Params) -> list[msgspec.Raw | str]:
         """What the filter saw since the last poll."""
         flt = self._lookup(api_key, params)
         if flt.overflowed:
@@ -127,18 +139,18 @@ class FilterRegistry:
         found, flt.buffer = flt.buffer, []
         return found
 
-    async def logs(self, api_key: str, params: Any) -> Any:
+    async def logs(self, api_key: str, params: Params) -> Any:
         """Every log matching the filter (``eth_getLogs`` with its criteria)."""
         flt = self._lookup(api_key, params)
         if flt.kind != "logs":
             raise ServerError("filter not found")
-        if flt.spec.get("fromBlock") == "pending":
+        if flt.from_pending:
             raise InvalidParams(
                 "invalid argument 0: pending is not supported as fromBlock of a filter"
             )
         return await self._get_logs(flt.chain, flt.spec)
 
-    def uninstall(self, api_key: str, params: Any) -> bool:
+    def uninstall(self, api_key: str, params: Params) -> bool:
         try:
             flt = self._lookup(api_key, params)
         except ServerError:

@@ -23,13 +23,14 @@ from broker.sessions import Identity
 
 
 class SigningGateway:
-    """Account methods, through the approval policy; registered as the dispatcher's fallback."""
+    """Account methods, through the approval policy: the dispatcher's fallback for them
+    (:meth:`call` for the methods :meth:`methods` names; wired by :mod:`broker.compose`)."""
 
     def __init__(self, networks: Networks, dispatcher: Dispatcher, policy: ApprovalPolicy) -> None:
+        """``dispatcher`` reads the chain for the adapter (nonces, fees) as the caller would."""
         self._networks = networks
         self._dispatcher = dispatcher
         self.policy = policy
-        dispatcher.add_fallback(self.call, self.methods)
 
     def methods(self, chain: str) -> frozenset[str]:
         """The account methods served on ``chain``."""

@@ -77,19 +77,19 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
         return hub.unsubscribe(ctx.peer, sub_id)
 
     async def new_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.new_log_filter(ctx.api_key, ctx.network.chain, _decode(params))
+        return filters.new_log_filter(ctx.api_key, ctx.network.chain, params)
 
     async def new_block_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
         return filters.new_block_filter(ctx.api_key, ctx.network.chain)
 
     async def filter_changes(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.changes(ctx.api_key, _decode(params))
+        return filters.changes(ctx.api_key, params)
 
     async def filter_logs(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return await filters.logs(ctx.api_key, _decode(params))
+        return await filters.logs(ctx.api_key, params)
 
     async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.uninstall(ctx.api_key, _decode(params))
+        return filters.uninstall(ctx.api_key, params)
 
     # The EVM profile: served on the chains of the eip155 namespace only.
     evm: dict[str, Handler] = {

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from schemas.errors import InvalidParams
+from schemas.params import Mistake, convert_named
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -52,7 +53,8 @@ def decode_params(raw: bytes, kind: type[T]) -> T:
         value = {}
     if not isinstance(value, dict):
         raise InvalidParams("params must be an object")
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as exc:
-        raise InvalidParams(f"invalid params: {exc}") from None
+    return convert_named(value, kind, _invalid)
+
+
+def _invalid(mistake: Mistake) -> InvalidParams:
+    return InvalidParams(f"invalid params: {mistake.text}")

@@ -174,3 +174,8 @@ def missing_argument(index: int) -> InvalidParams:
 def invalid_argument(index: int, reason: str) -> InvalidParams:
     """geth's text for a positional argument that could not be decoded."""
     return InvalidParams(f"invalid argument {index}: {reason}")
+
+
+def too_many_arguments(most: int) -> InvalidParams:
+    """geth's text for more positional arguments than a method takes."""
+    return InvalidParams(f"too many arguments, want at most {most}")

@@ -12,6 +12,7 @@ common.Hash``, ...); callers prefix it with ``invalid argument N:``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -244,7 +245,8 @@ def json_kind(value: Any) -> str:
     return "null"
 
 
-def _type_error(what: str, go_type: str) -> ArgumentError:
+def type_error(what: str, go_type: str) -> ArgumentError:
+    """Go's json text for a JSON value of kind ``what`` where ``go_type`` was wanted."""
     return ArgumentError(f"json: cannot unmarshal {what} into Go value of type {go_type}")
 
 
@@ -282,15 +284,15 @@ def _hex_digits_valid(digits: str) -> bool:
 def decode_fixed(value: Any, size: int, go_type: str) -> bytes:
     """A fixed-size byte string such as ``common.Hash`` (32) or ``common.Address`` (20)."""
     if not isinstance(value, str):
-        raise _type_error("non-string", go_type)
+        raise type_error("non-string", go_type)
     try:
         digits = _check_text(value, want_prefix=True)
     except ArgumentError as exc:
-        raise _type_error(str(exc), go_type) from None
+        raise type_error(str(exc), go_type) from None
     if len(digits) != size * 2:
         raise ArgumentError(f"hex string has length {len(digits)}, want {size * 2} for {go_type}")
     if not _hex_digits_valid(digits):
-        raise _type_error("invalid hex string", go_type)
+        raise type_error("invalid hex string", go_type)
     return bytes.fromhex(digits)
 
 
@@ -307,29 +309,29 @@ def decode_address(value: Any) -> bytes:
 def decode_data(value: Any) -> bytes:
     """A variable-length ``hexutil.Bytes`` param."""
     if not isinstance(value, str):
-        raise _type_error("non-string", BYTES_TYPE)
+        raise type_error("non-string", BYTES_TYPE)
     try:
         digits = _check_text(value, want_prefix=True)
     except ArgumentError as exc:
-        raise _type_error(str(exc), BYTES_TYPE) from None
+        raise type_error(str(exc), BYTES_TYPE) from None
     if not _hex_digits_valid(digits):
-        raise _type_error("invalid hex string", BYTES_TYPE)
+        raise type_error("invalid hex string", BYTES_TYPE)
     return bytes.fromhex(digits)
 
 
 def decode_quantity(value: Any, go_type: str = BIG_TYPE) -> int:
     """A hex quantity param (``hexutil.Big`` up to 256 bits, ``Uint64``/``Uint`` up to 64)."""
     if not isinstance(value, str):
-        raise _type_error("non-string", go_type)
+        raise type_error("non-string", go_type)
     try:
         digits = _check_number_text(value)
     except ArgumentError as exc:
-        raise _type_error(str(exc), go_type) from None
+        raise type_error(str(exc), go_type) from None
     limit = 64 if go_type == BIG_TYPE else 16
     if len(digits) > limit:
-        raise _type_error(f"hex number > {limit * 4} bits", go_type)
+        raise type_error(f"hex number > {limit * 4} bits", go_type)
     if not _hex_digits_valid(digits):
-        raise _type_error("invalid hex string", go_type)
+        raise type_error("invalid hex string", go_type)
     return int(digits, 16) if digits else 0
 
 
@@ -387,7 +389,7 @@ def decode_block_ref(value: Any, *, allow_decimal: bool = False) -> BlockRef:
     if allow_decimal and isinstance(value, str) and value.isdecimal() and int(value) <= MAX_INT64:
         return int(value)
     if not isinstance(value, str):
-        raise _type_error(json_kind(value), "string")
+        raise type_error(json_kind(value), "string")
     if value in BLOCK_TAGS:
         return value  # type: ignore[return-value]
     if len(value) == 66:
@@ -402,7 +404,7 @@ def decode_block_ref(value: Any, *, allow_decimal: bool = False) -> BlockRef:
 
 
 def _decode_block_ref_object(value: dict[str, Any]) -> BlockRef:
-    fields = _fold_keys(value)
+    fields = fold_keys(value)
     number = fields.get("blocknumber")
     block_hash = fields.get("blockhash")
     if number is not None and block_hash is not None:
@@ -412,7 +414,7 @@ def _decode_block_ref_object(value: dict[str, Any]) -> BlockRef:
     if block_hash is not None:
         canonical = fields.get("requirecanonical", False)
         if not isinstance(canonical, bool):
-            raise _type_error(json_kind(canonical), "bool")
+            raise type_error(json_kind(canonical), "bool")
         return BlockHashRef(decode_hash(block_hash), canonical)
     if number is not None:
         return decode_block_number(number)
@@ -425,12 +427,16 @@ def decode_bool(value: Any) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise _type_error(json_kind(value), "bool")
+        raise type_error(json_kind(value), "bool")
     return value
 
 
-def _fold_keys(obj: dict[str, Any]) -> dict[str, Any]:
-    """Go's json matches object keys to fields case-insensitively; an exact-case key wins."""
+def fold_keys(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """An object's members by lowercase key: Go's json matches keys to fields case-insensitively.
+
+    The one key-case rule of the EVM params (block references, filter objects); of two keys that
+    differ only in case, the lowercase one wins.
+    """
     folded: dict[str, Any] = {}
     for key, item in obj.items():
         lower = key.lower()
@@ -440,19 +446,19 @@ def _fold_keys(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _decode_topic(text: str) -> str:
-    digits = _decode_hex_value(text)
-    if len(digits) != 64:
-        raise ArgumentError(
-            f"hex has invalid length {len(digits) // 2} after decoding; expected 32 for topic"
-        )
-    return "0x" + digits.lower()
+    return _decode_filter_hex(text, 32, "topic")
 
 
 def _decode_filter_address(text: str) -> str:
+    return _decode_filter_hex(text, 20, "address")
+
+
+def _decode_filter_hex(text: str, size: int, what: str) -> str:
+    """A filter's topic or address: ``size`` bytes of hex, lowercase (geth's texts)."""
     digits = _decode_hex_value(text)
-    if len(digits) != 40:
+    if len(digits) != size * 2:
         raise ArgumentError(
-            f"hex has invalid length {len(digits) // 2} after decoding; expected 20 for address"
+            f"hex has invalid length {len(digits) // 2} after decoding; expected {size} for {what}"
         )
     return "0x" + digits.lower()
 
@@ -472,45 +478,6 @@ def _decode_hex_value(text: str) -> str:
 
 
 MAX_TOPICS: Final = 4
-
-
-def decode_log_filter(value: Any) -> LogFilter:
-    """An ``eth_getLogs`` filter object, decoded as geth's ``FilterCriteria.UnmarshalJSON``."""
-    if not isinstance(value, dict):
-        raise _type_error(json_kind(value), "filters.input")
-    fields = _fold_keys(value)
-    block_hash_value = fields.get("blockhash")
-    from_value = fields.get("fromblock")
-    to_value = fields.get("toblock")
-    block_hash = None
-    if block_hash_value is not None:
-        try:
-            block_hash = decode_hash(block_hash_value)
-        except ArgumentError as exc:
-            raise ArgumentError(_struct_field_error(str(exc), "blockHash")) from None
-    from_block = decode_block_number(from_value) if from_value is not None else None
-    to_block = decode_block_number(to_value) if to_value is not None else None
-    if block_hash is not None and (from_block is not None or to_block is not None):
-        raise ArgumentError(
-            "cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other"
-        )
-    return LogFilter(
-        block_hash=block_hash,
-        from_block=from_block,
-        to_block=to_block,
-        addresses=decode_filter_addresses(fields.get("address")),
-        topics=decode_filter_topics(fields.get("topics")),
-    )
-
-
-def _struct_field_error(reason: str, field: str) -> str:
-    # Go names the struct field when a field's value has the wrong type.
-    prefix = "json: cannot unmarshal "
-    marker = " into Go value of type "
-    if reason.startswith(prefix) and marker in reason:
-        what, go_type = reason[len(prefix) :].split(marker, 1)
-        return f"{prefix}{what} into Go struct field input.{field} of type {go_type}"
-    return reason
 
 
 def decode_filter_addresses(value: Any) -> tuple[str, ...]:
@@ -540,7 +507,7 @@ def decode_filter_topics(value: Any) -> tuple[tuple[str, ...] | None, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _type_error(json_kind(value), "[]interface {}")
+        raise type_error(json_kind(value), "[]interface {}")
     if len(value) > MAX_TOPICS:
         raise ArgumentError("exceed max topics")
     topics: list[tuple[str, ...] | None] = []

@@ -26,7 +26,7 @@ from eth_abi.abi import decode as abi_decode
 from eth_typing import Address
 from eth_utils.exceptions import ValidationError
 
-from adapters.evm.log_filter import LogCriteria
+from adapters.evm.log_filter import LogCriteria, decode_log_filter
 from schemas import eth as schema
 from schemas.errors import InvalidParams, LimitExceeded, ServerError, WireError, invalid_argument
 
@@ -365,11 +365,7 @@ class ReadMethods:
 
     async def get_logs(self, raw: msgspec.Raw) -> msgspec.Raw:
         params = positional(raw, 1)
-        criteria = argument(params, 0, schema.decode_log_filter)
-        if criteria.criteria_count() > schema.MAX_FILTER_CRITERIA:
-            raise invalid_argument(
-                0, f"too many addresses and topics (at most {schema.MAX_FILTER_CRITERIA})"
-            )
+        criteria = argument(params, 0, decode_log_filter)
         matcher = LogCriteria.build(criteria.addresses, criteria.topics)
         if criteria.block_hash is not None:
             record = self.chain.by_hash(data(criteria.block_hash))

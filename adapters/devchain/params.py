@@ -7,8 +7,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from schemas.errors import InvalidParams, invalid_argument, missing_argument
+from schemas.errors import InvalidParams, invalid_argument
 from schemas.eth import ArgumentError, decode_params
+from schemas.params import positional_count
 
 T = TypeVar("T")
 
@@ -22,10 +23,7 @@ def positional(raw: msgspec.Raw | bytes, required: int, optional: int = 0) -> li
     except msgspec.DecodeError as exc:
         raise InvalidParams(str(exc)) from None
     most = required + optional
-    if len(params) > most:
-        raise InvalidParams(f"too many arguments, want at most {most}")
-    if len(params) < required:
-        raise missing_argument(len(params))
+    positional_count(params, required, most)
     return params + [None] * (most - len(params))
 
 

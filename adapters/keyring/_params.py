@@ -13,15 +13,13 @@ from typing import Any, Final, TypeVar
 import msgspec
 from eth_utils.address import is_checksum_address
 
-from schemas.errors import InvalidParams, invalid_argument, missing_argument
+from schemas.errors import InvalidParams, invalid_argument
+from schemas.params import Mistake, positional_count
 
 T = TypeVar("T")
 
 _HEX_DIGITS: Final = re.compile(r"0x[0-9a-fA-F]*\Z")
 _ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]{40}\Z")
-_MSGSPEC_ERROR: Final = re.compile(r"(?P<message>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?\Z", re.S)
-_MISSING: Final = re.compile(r"Object missing required field `(?P<name>[^`]*)`\Z")
-_UNKNOWN: Final = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`\Z")
 _UINT256_MAX: Final = 2**256 - 1
 
 
@@ -37,11 +35,7 @@ def missing_field(index: int, path: str) -> InvalidParams:
 
 def check_count(params: list[Any], required: int, allowed: int | None = None) -> None:
     """Require at least ``required`` params and at most ``allowed`` (default: exactly required)."""
-    if len(params) < required:
-        raise missing_argument(len(params))
-    most = required if allowed is None else allowed
-    if len(params) > most:
-        raise InvalidParams(f"too many arguments, want at most {most}")
+    positional_count(params, required, required if allowed is None else allowed)
 
 
 def convert(value: Any, type_: type[T], index: int) -> T:
@@ -49,18 +43,15 @@ def convert(value: Any, type_: type[T], index: int) -> T:
     try:
         return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
-        raise _translate(str(exc), index) from None
+        raise _translate(Mistake.of(exc), index) from None
 
 
-def _translate(text: str, index: int) -> InvalidParams:
-    match = _MSGSPEC_ERROR.match(text)
-    message, path = (match["message"], match["path"] or "") if match else (text, "")
-    prefix = f"{path}." if path else ""
-    if missing := _MISSING.match(message):
-        return missing_field(index, prefix + missing["name"])
-    if unknown := _UNKNOWN.match(message):
-        return invalid_argument(index, f"unknown field `{prefix}{unknown['name']}`")
-    return field_error(index, path, message[:1].lower() + message[1:])
+def _translate(mistake: Mistake, index: int) -> InvalidParams:
+    if mistake.kind == "missing":
+        return missing_field(index, mistake.where)
+    if mistake.kind == "unknown":
+        return invalid_argument(index, f"unknown field `{mistake.where}`")
+    return field_error(index, mistake.where, mistake.clause)
 
 
 def quantity(value: Any, index: int, path: str = "") -> int:

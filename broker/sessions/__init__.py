@@ -33,6 +33,7 @@ from broker.sessions.model import session_changed_params as session_changed_para
 from broker.sessions.store import MemorySessionStore as MemorySessionStore
 from broker.sessions.store import SessionStore as SessionStore
 from broker.sessions.updates import diff_sessions as diff_sessions
+from broker.sessions.updates import parse_revoke_session as parse_revoke_session
 from broker.sessions.updates import revoke_scopes as revoke_scopes
 from broker.sessions.updates import update_scopes as update_scopes
 from broker.sessions.validation import parse_create_session as parse_create_session

@@ -14,6 +14,8 @@ import msgspec
 from broker.errors import InvalidParams, Unauthorized
 from broker.sessions.model import Session, is_expired
 from schemas.caip import WALLET, ScopeObject, is_chain_id
+from schemas.params import Mistake, decode_named
+from schemas.wallet import invoke_method_params
 
 
 class InvokeRequest(msgspec.Struct, frozen=True):
@@ -30,27 +32,35 @@ class InvokeRequest(msgspec.Struct, frozen=True):
     params: list[Any] | dict[str, Any]
 
 
+#: What a mistake in each member of ``wallet_invokeMethod`` params means.
+_INVOKE_MISTAKES = {
+    "": "wallet_invokeMethod params must be an object",
+    "scope": "scope must be a CAIP-2 chain id",
+    "request": "request must be an object",
+    "request.method": "request.method must be a non-empty string",
+    "request.params": "request.params must be an array or an object",
+}
+
+
+def _invoke_mistake(mistake: Mistake) -> InvalidParams:
+    return InvalidParams(_INVOKE_MISTAKES[mistake.where])
+
+
 def parse_invoke_method(params: object) -> InvokeRequest:
     """Validate ``wallet_invokeMethod`` params ``{scope, request: {method, params}}``.
+
+    Args:
+        params: The params' JSON (as they arrive) or the JSON value it decodes to.
 
     Raises:
         InvalidParams: the params do not have that shape (-32602).
     """
-    if not isinstance(params, dict):
-        raise InvalidParams("wallet_invokeMethod params must be an object")
-    scope = params.get("scope")
-    if not isinstance(scope, str) or not (scope == WALLET or is_chain_id(scope)):
-        raise InvalidParams("scope must be a CAIP-2 chain id")
-    request = params.get("request")
-    if not isinstance(request, dict):
-        raise InvalidParams("request must be an object")
-    method = request.get("method")
-    if not isinstance(method, str) or not method:
-        raise InvalidParams("request.method must be a non-empty string")
-    inner: object = request.get("params", [])
-    if not isinstance(inner, list | dict):
-        raise InvalidParams("request.params must be an array or an object")
-    return InvokeRequest(scope=scope, method=method, params=inner)
+    given = decode_named(params, invoke_method_params, _invoke_mistake)
+    if not (given.scope == WALLET or is_chain_id(given.scope)):
+        raise InvalidParams(_INVOKE_MISTAKES["scope"])
+    return InvokeRequest(
+        scope=given.scope, method=given.request.method, params=given.request.params
+    )
 
 
 def granted_scope(session: Session | None, scope: str, now: datetime) -> ScopeObject | None:

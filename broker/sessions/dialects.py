@@ -16,9 +16,10 @@ was created in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+from msgspec import UNSET
 
 from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from broker.sessions.model import (
@@ -32,6 +33,7 @@ from broker.sessions.model import (
     session_changed_params,
 )
 from schemas.caip import ScopeObject, is_chain_id, is_namespace
+from schemas.wallet import CreateSessionParams
 
 LEGACY_FIELDS = ("requiredScopes", "optionalScopes", "sessionProperties", "scopedProperties")
 CURRENT_FIELDS = ("scopes", "properties", "capabilities")
@@ -43,10 +45,10 @@ CURRENT_NAMES = {
 }
 
 
-def dialect_of(params: Mapping[str, Any]) -> str:
+def dialect_of(params: CreateSessionParams) -> str:
     """The dialect of ``wallet_createSession`` params (2022 when they name neither)."""
-    legacy = [name for name in LEGACY_FIELDS if name in params]
-    current = [name for name in CURRENT_FIELDS if name in params]
+    legacy = [name for name in LEGACY_FIELDS if getattr(params, name) is not UNSET]
+    current = [name for name in CURRENT_FIELDS if getattr(params, name) is not UNSET]
     if legacy and current:
         raise InvalidParams(
             f"params mix two CAIP-25 dialects: {', '.join(legacy)} (as SPEC and MetaMask) with "
@@ -59,7 +61,9 @@ def _is_account_id(text: str) -> bool:
     return text.count(":") >= 2
 
 
-def to_legacy(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, tuple[str, ...]]]:
+def to_legacy(
+    params: CreateSessionParams,
+) -> tuple[CreateSessionParams, dict[str, tuple[str, ...]]]:
     """A 2025 request in the 2022 form, and its layout (namespace key → the chain keys it named).
 
     Bare references in ``chains`` become ``references``; bare addresses become CAIP-10 ids on each
@@ -67,7 +71,7 @@ def to_legacy(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, tupl
     ``scopedProperties``; ``properties.expiry`` stays the expiry and the other properties become
     the session's global config.
     """
-    scopes = params.get("scopes")
+    scopes = params.scopes
     if not isinstance(scopes, dict) or not scopes:
         raise InvalidParams("scopes must be an object holding one or more scopes")
     optional: dict[Any, Any] = {}
@@ -101,26 +105,26 @@ def to_legacy(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, tupl
                 for chain in ((None,) if _is_account_id(account) else chain_keys)
             ]
         optional[key] = converted
-    legacy: dict[str, Any] = {"optionalScopes": optional}
-    if "capabilities" in params:
-        top = params["capabilities"]
+    if params.capabilities is not UNSET:
+        top = params.capabilities
         if not isinstance(top, dict):
             raise InvalidScopedProperties("capabilities must be an object")
         capabilities = {**top, **capabilities}
-    if capabilities:
-        legacy["scopedProperties"] = capabilities
-    if "properties" in params:
-        properties = params["properties"]
+    session_properties: dict[str, Any] = {}
+    if params.properties is not UNSET:
+        properties = params.properties
         if not isinstance(properties, dict):
             raise InvalidSessionProperties("properties must be an object")
-        session_properties: dict[str, Any] = {}
         if "expiry" in properties:
             session_properties["expiry"] = properties["expiry"]
         others = {k: v for k, v in properties.items() if k != "expiry"}
         if others:
             session_properties["globalConfig"] = others
-        if session_properties:
-            legacy["sessionProperties"] = session_properties
+    legacy = CreateSessionParams(
+        optionalScopes=optional,
+        scopedProperties=capabilities if capabilities else UNSET,
+        sessionProperties=session_properties if session_properties else UNSET,
+    )
     return legacy, layout
 
 

@@ -6,15 +6,17 @@ chains listed in its ``references``; CAIP-25 and CAIP-217 say an absent or empty
 authorises *no* chain of the namespace, never all of them, so such a key normalises to nothing.
 The one exception is ``wallet``, which names the wallet's own chainless functions and stays a key.
 
-Faults raise :class:`~broker.errors.InvalidParams` naming the scope and what is wrong, except a
-``scopedProperties`` key inside a scope object, which is CAIP-25's 5301 and is looked for first.
+A scope object is read as a :class:`schemas.wallet.ScopeRequest`. Faults raise
+:class:`~broker.errors.InvalidParams` naming the scope and what is wrong (in a scope object with
+several, the first in the request's order), except a ``scopedProperties`` key inside a scope
+object, which is CAIP-25's 5301 and is looked for first.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from msgspec import UNSET, UnsetType
 
 from broker.errors import InvalidParams, ScopedPropertiesInsideScope
 from schemas.caip import (
@@ -25,13 +27,8 @@ from schemas.caip import (
     is_reference,
     parse_account_id,
 )
-
-_SCOPE_PROPERTIES = frozenset(
-    {"references", "methods", "notifications", "accounts", "rpcDocuments", "rpcEndpoints"}
-)
-
-
-_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+from schemas.params import Mistake, convert_named
+from schemas.wallet import ScopeRequest
 
 
 def reject_nested_scoped_properties(scopes_objects: Iterable[tuple[str, object]]) -> None:
@@ -104,21 +101,44 @@ def _where(field: str, key: object) -> str:
     return f"{field}[{key!r}]"
 
 
+#: What a mistake in each member of a scope object means (``{key}``: the scope key).
+_SCOPE_MISTAKES = {
+    "methods": "methods must be an array of non-empty strings",
+    "notifications": "notifications must be an array of non-empty strings",
+    "references": "references must be an array of {key} chain references",
+    "accounts": "accounts must be an array of CAIP-10 account ids",
+    "rpcDocuments": "rpcDocuments must be an array of URLs",
+    "rpcEndpoints": "rpcEndpoints must be an array of URLs",
+}
+
+
+def _scope_request(where: str, key: str, scope: object) -> ScopeRequest:
+    """A scope object as a :class:`ScopeRequest`; a mistake names the scope and the member."""
+
+    def explain(mistake: Mistake) -> InvalidParams:
+        member = mistake.member
+        if member is None:
+            return InvalidParams(f"{where}: scope must be an object")
+        if mistake.kind == "unknown":
+            return InvalidParams(f"{where}: unsupported scope property {member!r}")
+        if mistake.kind == "missing" and len(mistake.path) == 1:
+            return InvalidParams(f"{where}: {member} is required")
+        return InvalidParams(f"{where}: {_SCOPE_MISTAKES[member].format(key=key)}")
+
+    return convert_named(scope, ScopeRequest, explain)
+
+
 def _parse_scope(field: str, key: object, scope: object) -> dict[str, ScopeObject]:
     where = _where(field, key)
     if not isinstance(key, str) or not (is_chain_id(key) or is_namespace(key)):
         raise InvalidParams(f"{where}: scope key is neither a CAIP-2 chain id nor a namespace")
-    if not isinstance(scope, dict):
-        raise InvalidParams(f"{where}: scope must be an object")
-    unknown = sorted(str(name) for name in scope if name not in _SCOPE_PROPERTIES)
-    if unknown:
-        raise InvalidParams(f"{where}: unsupported scope property {unknown[0]!r}")
-    methods = _names(where, scope, "methods")
-    notifications = _names(where, scope, "notifications")
-    chains = _chains(where, key, scope)
-    accounts = _accounts(where, scope, chains)
-    documents = _urls(where, scope, "rpcDocuments")
-    endpoints = _urls(where, scope, "rpcEndpoints")
+    request = _scope_request(where, key, scope)
+    methods = tuple(dict.fromkeys(request.methods))
+    notifications = tuple(dict.fromkeys(request.notifications))
+    chains = _chains(where, key, request.references)
+    accounts = _accounts(where, request.accounts, chains)
+    documents = tuple(dict.fromkeys(request.rpcDocuments))
+    endpoints = tuple(dict.fromkeys(request.rpcEndpoints))
     return {
         chain: ScopeObject(
             methods=methods,
@@ -131,56 +151,24 @@ def _parse_scope(field: str, key: object, scope: object) -> dict[str, ScopeObjec
     }
 
 
-def _urls(where: str, scope: dict[Any, Any], name: str) -> tuple[str, ...]:
-    """CAIP-217's optional ``rpcDocuments`` / ``rpcEndpoints``: arrays of URLs, kept as given."""
-    if name not in scope:
-        return ()
-    value = scope[name]
-    if not isinstance(value, list) or not all(
-        isinstance(item, str) and _URL.fullmatch(item) for item in value
-    ):
-        raise InvalidParams(f"{where}: {name} must be an array of URLs")
-    return tuple(dict.fromkeys(value))
-
-
-def _names(where: str, scope: dict[Any, Any], name: str) -> tuple[str, ...]:
-    """A required array of method or notification names, duplicates dropped."""
-    if name not in scope:
-        raise InvalidParams(f"{where}: {name} is required")
-    value = scope[name]
-    if not isinstance(value, list) or not all(
-        isinstance(item, str) and item.strip() for item in value
-    ):
-        raise InvalidParams(f"{where}: {name} must be an array of non-empty strings")
-    return tuple(dict.fromkeys(value))
-
-
-def _chains(where: str, key: str, scope: dict[Any, Any]) -> tuple[str, ...]:
+def _chains(where: str, key: str, references: list[str] | UnsetType) -> tuple[str, ...]:
     """The chain keys a scope object stands for."""
     if is_chain_id(key):
-        if "references" in scope:
+        if references is not UNSET:
             raise InvalidParams(f"{where}: references are not allowed on a key that names a chain")
         return (key,)
-    if "references" not in scope:
+    if references is UNSET:
         # A bare namespace without references authorises no chain; `wallet` is a scope of its own.
         return (key,) if key == WALLET else ()
-    references = scope["references"]
-    if not isinstance(references, list) or not all(
-        is_reference(reference, key) for reference in references
-    ):
-        raise InvalidParams(f"{where}: references must be an array of {key} chain references")
+    if not all(is_reference(reference, key) for reference in references):
+        raise InvalidParams(f"{where}: {_SCOPE_MISTAKES['references'].format(key=key)}")
     return tuple(dict.fromkeys(f"{key}:{reference}" for reference in references))
 
 
-def _accounts(where: str, scope: dict[Any, Any], chains: tuple[str, ...]) -> list[tuple[str, str]]:
+def _accounts(where: str, requested: list[str], chains: tuple[str, ...]) -> list[tuple[str, str]]:
     """The requested accounts as ``(CAIP-10 id, chain)`` pairs, each on one of ``chains``."""
-    if "accounts" not in scope:
-        return []
-    value = scope["accounts"]
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidParams(f"{where}: accounts must be an array of CAIP-10 account ids")
     accounts: dict[str, str] = {}
-    for text in value:
+    for text in requested:
         try:
             account = parse_account_id(text)
         except ValueError as exc:

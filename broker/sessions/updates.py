@@ -11,10 +11,13 @@ from collections.abc import Collection
 
 import msgspec
 
+from broker.errors import InvalidParams
 from broker.sessions.grant import SupportLookup, support_of
 from broker.sessions.model import ScopeUpdate, Session
 from broker.sessions.scopes import parse_scopes
 from schemas.caip import ScopeObject
+from schemas.params import Mistake, decode_named
+from schemas.wallet import RevokeSessionParams, revoke_session_params
 
 
 def diff_sessions(old: Session | None, new: Session | None) -> ScopeUpdate:
@@ -72,6 +75,26 @@ def _served(scopes: dict[str, ScopeObject], supported: SupportLookup) -> dict[st
                 notifications=tuple(n for n in scope.notifications if n in support.notifications),
             )
     return served
+
+
+def _revoke_mistake(mistake: Mistake) -> InvalidParams:
+    if mistake.member == "scopes":
+        return InvalidParams("scopes must be an array of scope strings")
+    return InvalidParams("params must be an object")
+
+
+def parse_revoke_session(params: object) -> list[str] | None:
+    """The scopes ``wallet_revokeSession`` params name (None: all of them; an array is all too).
+
+    Args:
+        params: The params' JSON (as they arrive) or the JSON value it decodes to.
+
+    Raises:
+        InvalidParams: params that are neither an object nor an array, or ``scopes`` that is not
+            an array of strings (-32602).
+    """
+    given = decode_named(params, revoke_session_params, _revoke_mistake)
+    return given.scopes if isinstance(given, RevokeSessionParams) else None
 
 
 def revoke_scopes(session: Session | None, scopes: Collection[str] | None = None) -> ScopeUpdate:

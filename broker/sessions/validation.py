@@ -10,7 +10,8 @@ Checks run in a fixed order, so a request with several faults always gets the sa
 
 Other params members (``sessionId`` and future extensions) are ignored, as CAIP-25 asks. A request
 in the 2025 dialect (``scopes``, ``capabilities``, ``properties``) is translated by
-:mod:`broker.sessions.dialects` and checked by the same rules, under its own member names.
+:mod:`broker.sessions.dialects` and checked by the same rules, under its own member names. The
+params are the Structs of :mod:`schemas.wallet`.
 """
 
 from __future__ import annotations
@@ -21,14 +22,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from broker.sessions.dialects import CURRENT_NAMES, dialect_of, to_legacy
 from broker.sessions.model import CURRENT, SessionRequest, as_utc
 from broker.sessions.scopes import merge_into, parse_scopes, reject_nested_scoped_properties
 from schemas.caip import ScopeObject
+from schemas.params import Mistake, convert_named, decode_named
+from schemas.wallet import CreateSessionParams, SessionPropertiesRequest, create_session_params
 
 _SCOPES_FIELDS = ("requiredScopes", "optionalScopes")
+
+
+def _not_an_object(mistake: Mistake) -> InvalidParams:
+    return InvalidParams("wallet_createSession params must be an object")
 
 
 def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
@@ -37,7 +45,7 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
     Required scopes are treated as optional: both are merged into one scope per chain key.
 
     Args:
-        params: The decoded JSON value of the request's params (any JSON value).
+        params: The params' JSON (as they arrive) or the JSON value it decodes to.
         now: The current time (timezone-aware); ``sessionProperties.expiry`` must be after it.
 
     Raises:
@@ -47,19 +55,22 @@ def parse_create_session(params: object, *, now: datetime) -> SessionRequest:
         InvalidSessionProperties: ``sessionProperties`` is malformed (5302).
     """
     now = as_utc(now)
-    if not isinstance(params, dict):
-        raise InvalidParams("wallet_createSession params must be an object")
-    if dialect_of(params) == CURRENT:
-        legacy, layout = to_legacy(params)
+    given = decode_named(params, create_session_params, _not_an_object)
+    if dialect_of(given) == CURRENT:
+        legacy, layout = to_legacy(given)
         request = _parse(legacy, now, CURRENT_NAMES)
         return msgspec.structs.replace(request, dialect=CURRENT, layout=layout)
-    return _parse(params, now, {})
+    return _parse(given, now, {})
 
 
-def _parse(params: dict[Any, Any], now: datetime, names: Mapping[str, str]) -> SessionRequest:
+def _parse(params: CreateSessionParams, now: datetime, names: Mapping[str, str]) -> SessionRequest:
     """Validate 2022-dialect params; ``names`` renames members in error messages (2025 callers
     read ``scopes`` where the 2022 form says ``optionalScopes``)."""
-    present = [(names.get(f, f), params[f]) for f in _SCOPES_FIELDS if f in params]
+    present = [
+        (names.get(f, f), getattr(params, f))
+        for f in _SCOPES_FIELDS
+        if getattr(params, f) is not UNSET
+    ]
     reject_nested_scoped_properties(present)
     scopes: dict[str, ScopeObject] = {}
     # Keys as requested (`eip155`) and as normalised (`eip155:1`): what scopedProperties may name.
@@ -70,8 +81,12 @@ def _parse(params: dict[Any, Any], now: datetime, names: Mapping[str, str]) -> S
         requested.update(parsed)
         if isinstance(value, dict):  # always, once parse_scopes accepted it
             requested.update(value)
-    scoped_properties = _scoped_properties(params, requested, names.get("scopedProperties"))
-    expiry, global_config = _session_properties(params, now, names.get("sessionProperties"))
+    scoped_properties = _scoped_properties(
+        params.scopedProperties, requested, names.get("scopedProperties", "scopedProperties")
+    )
+    expiry, global_config = _session_properties(
+        params.sessionProperties, now, names.get("sessionProperties", "sessionProperties")
+    )
     return SessionRequest(
         scopes=scopes,
         expiry=expiry,
@@ -80,18 +95,15 @@ def _parse(params: dict[Any, Any], now: datetime, names: Mapping[str, str]) -> S
     )
 
 
-def _scoped_properties(
-    params: dict[Any, Any], requested: set[str], name: str | None
-) -> dict[str, Mapping[str, Any]]:
+def _scoped_properties(value: Any, requested: set[str], name: str) -> dict[str, Mapping[str, Any]]:
     """``scopedProperties``: an object of objects, each keyed by a requested scope (``{}`` is one).
 
     A key may be a scope key as requested (``eip155``) or one of the chain keys it expands to
-    (``eip155:1``): both name a requested scope.
+    (``eip155:1``): both name a requested scope. A map keyed by the request's own scopes: no
+    Struct says that, so it is checked here.
     """
-    if "scopedProperties" not in params:
+    if value is UNSET:
         return {}
-    name = name or "scopedProperties"
-    value = params["scopedProperties"]
     if not isinstance(value, dict):
         raise InvalidScopedProperties(f"{name} must be an object")
     for key, properties in value.items():
@@ -104,26 +116,30 @@ def _scoped_properties(
 
 
 def _session_properties(
-    params: dict[Any, Any], now: datetime, name: str | None
+    value: Any, now: datetime, name: str
 ) -> tuple[datetime | None, Mapping[str, Any]]:
     """``sessionProperties``: the requested expiry and global config; other members are dropped."""
-    if "sessionProperties" not in params:
+    if value is UNSET:
         return None, {}
-    name = name or "sessionProperties"
-    value = params["sessionProperties"]
     if not isinstance(value, dict) or not value:
         raise InvalidSessionProperties(f"{name} must be a non-empty object")
-    expiry = _expiry(value["expiry"], now, f"{name}.expiry") if "expiry" in value else None
-    global_config = value.get("globalConfig", {})
-    if not isinstance(global_config, dict):
-        raise InvalidSessionProperties(f"{name}.globalConfig must be an object")
-    return expiry, deepcopy(global_config)
+
+    def explain(mistake: Mistake) -> InvalidSessionProperties:
+        if mistake.member == "expiry":
+            return InvalidSessionProperties(f"{name}.expiry must be an ISO 8601 timestamp")
+        return InvalidSessionProperties(f"{name}.globalConfig must be an object")
+
+    properties = convert_named(value, SessionPropertiesRequest, explain)
+    expiry = properties.expiry
+    return (
+        None if expiry is UNSET else _expiry(expiry, now, f"{name}.expiry"),
+        # A copy, so that a session never shares mutable JSON with the caller's params.
+        deepcopy(properties.globalConfig),
+    )
 
 
-def _expiry(value: object, now: datetime, name: str) -> datetime:
+def _expiry(value: str, now: datetime, name: str) -> datetime:
     """A requested expiry: ISO 8601 text of a moment after ``now``; without an offset it is UTC."""
-    if not isinstance(value, str):
-        raise InvalidSessionProperties(f"{name} must be an ISO 8601 timestamp")
     try:
         expiry = datetime.fromisoformat(value)
     except ValueError:

@@ -9,10 +9,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from adapters.evm.log_filter import LogCriteria, parse_criteria
-from broker.errors import InvalidParams, WireError, missing_argument
+from adapters.evm.log_filter import (
+    BLOCK_RANGE_MEMBERS,
+    LogCriteria,
+    filter_members,
+    parse_criteria,
+)
+from broker.errors import InvalidParams, WireError
 from broker.events import HeadEvent, LogsEvent
 from broker.subscriptions._model import Subscription
+from schemas.params import positional_count
 
 NEW_HEADS: Final = "newHeads"
 LOGS: Final = "logs"
@@ -24,20 +30,14 @@ def parse_subscribe(params: Any) -> tuple[str, LogCriteria | None]:
     """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones)."""
     if not isinstance(params, list):
         raise InvalidParams("non-array args")
-    if not params:
-        raise missing_argument(0)
+    positional_count(params, 1, 2)
     kind = params[0]
     criteria: LogCriteria | None = None
     if kind == NEW_HEADS:
-        if len(params) > 1:
-            raise InvalidParams("too many arguments, want at most 1")
+        positional_count(params, 1, 1)
     elif kind == LOGS:
-        if len(params) > 2:
-            raise InvalidParams("too many arguments, want at most 2")
         filter_obj = params[1] if len(params) > 1 and params[1] is not None else {}
-        if isinstance(filter_obj, dict) and (
-            {"fromBlock", "toBlock", "blockHash", "blockhash"} & filter_obj.keys()
-        ):
+        if isinstance(filter_obj, dict) and filter_members(filter_obj).keys() & BLOCK_RANGE_MEMBERS:
             raise InvalidParams(
                 "invalid argument 1: a logs subscription takes only address and topics"
             )

@@ -94,31 +94,6 @@ def test_quantities() -> None:
         schema.decode_bool(1)
 
 
-def test_log_filters() -> None:
-    decoded = schema.decode_log_filter(
-        {
-            "FROMBLOCK": "0x1",  # keys match case-insensitively, as in Go
-            "toBlock": "latest",
-            "address": "0x" + "AA" * 20,
-            "topics": [None, HASH, [HASH, None], [HASH, "0x" + "cd" * 32]],
-        }
-    )
-    assert decoded.from_block == 1
-    assert decoded.to_block == "latest"
-    assert decoded.addresses == ("0x" + "aa" * 20,)
-    assert decoded.topics == (None, (HASH,), None, (HASH, "0x" + "cd" * 32))
-    assert decoded.criteria_count() == 4
-    assert schema.decode_log_filter({"blockHash": None, "fromBlock": None}) == schema.LogFilter()
-    with pytest.raises(
-        schema.ArgumentError, match=r"Go struct field input.blockHash of type common.Hash"
-    ):
-        schema.decode_log_filter({"blockHash": "12"})
-    with pytest.raises(
-        schema.ArgumentError, match=r"cannot unmarshal array into Go value of type filters.input"
-    ):
-        schema.decode_log_filter([])
-
-
 def test_params_arrays() -> None:
     assert schema.decode_params(b"") == []
     assert schema.decode_params(b" null ") == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from broker.errors import InvalidParams, Unauthorized
@@ -163,3 +164,17 @@ def test_a_refused_invoke_says_why_in_data() -> None:
             authorize_invoke(current, InvokeRequest(key, method, []), now=NOW)
         assert caught.value.code == 4100
         assert caught.value.data == {"reason": reason}
+
+
+def test_invoke_params_are_read_from_their_json_as_they_arrive() -> None:
+    raw = b'{"scope":"eip155:1","request":{"method":"eth_call","params":{"a":1}}}'
+    assert parse_invoke_method(msgspec.Raw(raw)) == InvokeRequest(
+        scope="eip155:1", method="eth_call", params={"a": 1}
+    )
+    for bad, match in (
+        (b'{"scope":"eip155:1","request":{"method":""}}', r"request\.method must be a non-empty"),
+        (b'{"scope":"eip155","request":{"method":"m"}}', "scope must be a CAIP-2 chain id"),
+        (b"[]", "wallet_invokeMethod params must be an object"),
+    ):
+        with pytest.raises(InvalidParams, match=match):
+            parse_invoke_method(msgspec.Raw(bad))

@@ -11,12 +11,45 @@ from broker.errors import InvalidParams, ScopedPropertiesInsideScope
 from broker.sessions import (
     ScopeUpdate,
     diff_sessions,
+    parse_revoke_session,
     revoke_scopes,
     session_changed_params,
     update_scopes,
 )
 
 from .helpers import ADDRESS, ADDRESS_LOWER, SUPPORTED, assert_rejected, make_session, scope
+
+# --- wallet_revokeSession params ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "scopes"),
+    [
+        ({}, None),
+        ([], None),
+        (["ignored"], None),
+        ({"scopes": None}, None),
+        ({"scopes": ["eip155:1"], "sessionId": "x"}, ["eip155:1"]),
+        ({"scopes": []}, []),
+    ],
+)
+def test_revoke_params_name_some_scopes_or_all(params: Any, scopes: list[str] | None) -> None:
+    assert parse_revoke_session(params) == scopes
+    assert parse_revoke_session(msgspec.Raw(msgspec.json.encode(params))) == scopes
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        (None, "params must be an object"),
+        ("all", "params must be an object"),
+        ({"scopes": "eip155:1"}, "scopes must be an array of scope strings"),
+        ({"scopes": ["eip155:1", 1]}, "scopes must be an array of scope strings"),
+    ],
+)
+def test_malformed_revoke_params(params: Any, match: str) -> None:
+    assert_rejected(InvalidParams, parse_revoke_session, params, code=-32602, match=match)
+
 
 # --- revoke_scopes -----------------------------------------------------------------------------
 

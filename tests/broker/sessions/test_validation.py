@@ -578,3 +578,13 @@ def test_now_in_another_zone_is_the_same_moment() -> None:
         {"sessionProperties": {"expiry": "2025-01-01T12:00:01Z"}}, now=NOW.astimezone(paris)
     )
     assert request.expiry == NOW + timedelta(seconds=1)
+
+
+def test_params_are_read_from_their_json_as_they_arrive() -> None:
+    params = {"optionalScopes": {"eip155:1": EVM}, "sessionProperties": {"globalConfig": {}}}
+    raw = msgspec.Raw(msgspec.json.encode(params))
+    assert parse(raw) == parse(params)
+    with pytest.raises(InvalidParams, match="wallet_createSession params must be an object"):
+        parse(msgspec.Raw(b"null"))
+    with pytest.raises(InvalidSessionProperties, match=r"sessionProperties\.expiry must be an ISO"):
+        parse(msgspec.Raw(b'{"sessionProperties":{"expiry":1}}'))

@@ -1,0 +1,164 @@
+"""The WebSocket connections of this process: each opened on an accepted upgrade (its resume
+replayed first when it asked for one), pinged, drained at a graceful stop, and forgotten when it
+ends, with the hooks of whoever follows them (sessions, the console, access control)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Final
+from urllib.parse import unquote
+
+import trio
+from wsproto.utilities import ProtocolError as WsHandshakeError
+
+from broker import frames
+from broker.dispatch import CallContext, Dispatcher
+from broker.errors import RpcError
+from broker.http import HttpRequest, HttpResponse, Upgrade
+from broker.limits import Limits
+from broker.metrics import Metrics
+from broker.resume import ResumeKeeper
+from broker.resume._keeper import resumed_message
+from broker.websocket import WebSocketConnection
+from broker.ws_protocol import accept_handshake
+
+log = logging.getLogger(__name__)
+
+_RELEASE_TIMEOUT: Final = 2.0
+
+ConnectionHook = Callable[[WebSocketConnection], None]
+
+
+def _query_value(target: bytes, name: bytes) -> str | None:
+    """The value of query parameter ``name`` in a request target (None: absent)."""
+    _, _, query = target.partition(b"?")
+    for pair in query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        if key == name:
+            return unquote(value.decode("latin-1"))
+    return None
+
+
+class Connections:
+    """The open WebSocket connections, and what happens when one opens or ends."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        limits: Limits,
+        metrics: Metrics,
+        *,
+        resume: ResumeKeeper | None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._limits = limits
+        self._metrics = metrics
+        self._resume = resume
+        self._open: set[WebSocketConnection] = set()
+        self._connect_hooks: list[ConnectionHook] = []
+        self._disconnect_hooks: list[ConnectionHook] = []
+        self._handlers: trio.Nursery | None = None
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def __iter__(self) -> Iterator[WebSocketConnection]:
+        """A snapshot of the open connections."""
+        return iter(list(self._open))
+
+    def on_connect(self, hook: ConnectionHook) -> None:
+        """Call ``hook`` for every new connection (before its first message)."""
+        self._connect_hooks.append(hook)
+
+    def on_disconnect(self, hook: ConnectionHook) -> None:
+        """Call ``hook`` for every connection that ended."""
+        self._disconnect_hooks.append(hook)
+
+    def run_in(self, handlers: trio.Nursery) -> None:
+        """Run the connections' calls and flushers in ``handlers``, the server's nursery of
+        connection handlers: a connection costs one task (its reader), not a nursery of its own."""
+        self._handlers = handlers
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    def upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
+        """Accept a WebSocket upgrade (``?resume=<cursor>`` resumes), or refuse it with 400."""
+        resume_from = _query_value(request.target, b"resume")
+        try:
+            accept = accept_handshake(request.headers, request.target)
+        except (WsHandshakeError, RpcError) as exc:
+            return HttpResponse(400, str(exc).encode())
+        return self._session(accept, context, resume_from)
+
+    def _session(self, accept: bytes, context: CallContext, resume_from: str | None) -> Upgrade:
+        async def run(stream: trio.SocketStream, trailing: bytes) -> None:
+            assert self._handlers is not None, "run_in() comes before the first connection"
+            await stream.send_all(accept)
+            conn = WebSocketConnection(
+                stream,
+                self._handlers,
+                self._dispatcher,
+                context,
+                self._limits,
+                on_slow_consumer=self._slow_consumer,
+                settle=self._resume.settle if self._resume is not None else None,
+            )
+            self._open.add(conn)
+            self._metrics.connections.inc()
+            try:
+                if resume_from is not None:
+                    if self._resume is not None:
+                        await self._resume.resume(conn, resume_from)
+                    else:
+                        conn.send_message(resumed_message(0, False))
+                # No await since the resume's last read: the hooks see every later change.
+                for hook in self._connect_hooks:
+                    hook(conn)
+                await conn.serve(trailing)
+            finally:
+                try:
+                    if self._resume is not None:  # before _forget ends its subscriptions
+                        # Not shielded: a cancelled broker skips it (the record written at the
+                        # last subscription change stands, for longer).
+                        with trio.move_on_after(_RELEASE_TIMEOUT):
+                            await self._resume.release(conn)
+                finally:
+                    self._forget(conn)
+
+        return run
+
+    # -- while open -------------------------------------------------------------------------------
+
+    async def serve_heartbeat(self) -> None:
+        """Ping every connection each ``ping_interval``; close those that did not answer the
+        last ping (1011 ping timeout), until cancelled."""
+        while True:
+            await trio.sleep(self._limits.ping_interval)
+            for conn in list(self._open):
+                if conn.awaiting_pong:
+                    conn.close(frames.CLOSE_PING_TIMEOUT, "ping timeout")
+                else:
+                    conn.ping()
+
+    def _slow_consumer(self, conn: WebSocketConnection) -> None:
+        self._metrics.slow_consumers.inc()
+        log.warning("closing %r: slow consumer (over %d bytes unsent)", conn, conn.outbox.limit)
+
+    # -- ending -----------------------------------------------------------------------------------
+
+    async def drain(self, conn: WebSocketConnection) -> None:
+        """Let ``conn`` finish its calls, then close it with 1012 and its last cursor (where a
+        client resumes on another process with no gap)."""
+        await conn.finish_calls()
+        cursor = self._resume.last_cursor(conn) if self._resume is not None else None
+        conn.close(frames.CLOSE_SERVICE_RESTART, cursor or "server restarting")
+
+    def _forget(self, conn: WebSocketConnection) -> None:
+        self._open.discard(conn)
+        self._metrics.connections.dec()
+        for hook in self._disconnect_hooks:
+            try:
+                hook(conn)
+            except Exception:
+                log.exception("disconnect hook failed for %r", conn)

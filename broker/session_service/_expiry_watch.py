@@ -1,0 +1,112 @@
+"""Ending the sessions of this process's dapps when they expire: a check every ``period``
+seconds (trio's clock) of the expiries the :class:`ConnectedDapps` tracker watches (wall-clock
+times, as sessions state them)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Final
+
+import trio
+
+from broker.session_changes import SessionChange, SessionChangeBus
+from broker.session_service._connected import ConnectedDapps
+from broker.sessions import Session, SessionStore, is_expired
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two expiry checks.
+EXPIRY_CHECK: Final = 5.0
+
+
+class ExpiryWatch:
+    """Looks up the sessions of newly connected dapps and ends those that expired."""
+
+    def __init__(
+        self,
+        dapps: ConnectedDapps,
+        store: SessionStore,
+        changes: SessionChangeBus,
+        *,
+        period: float = EXPIRY_CHECK,
+    ) -> None:
+        self._dapps = dapps
+        self._store = store
+        self._changes = changes
+        #: Seconds between two checks (the first one waits that long too).
+        self.period = period
+
+    async def serve(self) -> None:
+        """Check every ``period`` seconds, until cancelled."""
+        failing = False
+        while True:
+            await trio.sleep(self.period)
+            # One identity's failure (a corrupt session, a Redis outage) holds up no other's.
+            failures = await self._look_up_new_identities()
+            failures += await self._end_expired()
+            self._dapps.forget_lingering()
+            if failures:
+                # A store outage fails every identity, check after check: one traceback per
+                # outage, then a line per failed check.
+                first = failures[0]
+                log.warning(
+                    "session expiry check failed for %s (%s: %s); trying again in %g s",
+                    "1 identity" if len(failures) == 1 else f"{len(failures)} identities",
+                    type(first).__name__,
+                    first,
+                    self.period,
+                    exc_info=False if failing else first,
+                )
+                failing = True
+            elif failing:
+                log.info("session expiry checks work again")
+                failing = False
+
+    async def _look_up_new_identities(self) -> list[Exception]:
+        """Track the sessions of newly connected identities; the lookups that failed."""
+        failures: list[Exception] = []
+        tracker, connected = self._dapps.tracker, self._dapps.by_identity
+        for identity in tracker.to_look_up(connected):
+            try:
+                session = await self._store.get(identity)
+            except Exception as exc:
+                tracker.look_up_failed(identity)
+                failures.append(exc)
+                continue
+            expiry = session.expiry if session is not None else None
+            tracker.looked_up(identity, expiry, connected=identity in connected)
+        return failures
+
+    async def _end_expired(self) -> list[Exception]:
+        """End the expired sessions of the identities connected here; the ends that failed."""
+        failures: list[Exception] = []
+        now = datetime.now(UTC)
+        tracker = self._dapps.tracker
+
+        def ended(current: Session | None) -> tuple[Session | None, Session | None]:
+            # Deleted only if still expired: another process may have replaced it meanwhile.
+            if current is not None and not is_expired(current, now):
+                return current, current
+            return None, current
+
+        for identity, expiry in tracker.due(now):
+            try:
+                session = await self._store.modify(identity, ended)
+            except Exception as exc:
+                failures.append(exc)  # still tracked: the next check tries again
+                continue
+            if not tracker.still(identity, expiry):
+                continue  # a change or the last disconnect came meanwhile, and was applied
+            if session is not None and not is_expired(session, now):
+                tracker.watch(identity, session.expiry)
+                continue
+            # Through the bus, like every change: it gets a position, so a connection that
+            # drops before hearing it hears it when it resumes (on any process).
+            tracker.ended(identity)
+            try:
+                await self._changes.publish(SessionChange(identity, None))
+            except Exception as exc:
+                tracker.end_failed(identity, expiry)  # the next check tries again
+                failures.append(exc)
+        return failures

@@ -1,0 +1,156 @@
+"""Session changes, both ways: a change made here is published on the change bus; a change heard
+on it (from any process, with Redis) reaches every connection of its dapp here as
+``wallet_sessionChanged`` and ends the subscriptions it no longer grants; and a resuming
+connection is told the changes it missed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.bus import Position
+from broker.cursors import CHANGES, with_cursor
+from broker.dispatch import CallContext
+from broker.session_changes import SessionChange, SessionChangeBus
+from broker.session_service._connected import ConnectedDapps
+from broker.sessions import (
+    Identity,
+    Session,
+    decode_session,
+    encode_session,
+    is_notification_granted,
+)
+from broker.sessions.dialects import changed_params
+from schemas.jsonrpc import notification_bytes
+
+if TYPE_CHECKING:
+    from broker.resume import ResumeKeeper
+    from broker.subscriptions import SubscriptionHub
+
+log = logging.getLogger(__name__)
+
+
+class ChangeFanOut:
+    """Tells this process's connections of their dapp's session changes."""
+
+    def __init__(
+        self,
+        dapps: ConnectedDapps,
+        changes: SessionChangeBus,
+        hub: SubscriptionHub,
+        *,
+        resume: ResumeKeeper | None,
+        process_id: str,
+    ) -> None:
+        self._dapps = dapps
+        self._changes = changes
+        self._hub = hub
+        self._resume = resume
+        self._process_id = process_id
+        self._watchers: list[Callable[[SessionChange], None]] = []
+
+    def watch(self, watcher: Callable[[SessionChange], None]) -> None:
+        """Tell ``watcher`` of every change heard (with Redis, those of every process)."""
+        self._watchers.append(watcher)
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Follow the change bus from now on, in ``nursery``."""
+        position = await nursery.start(self._changes.serve_reader, self.on_change)
+        if self._resume is not None:
+            self._resume.positions.advance(CHANGES, position)
+
+    async def announce(
+        self, identity: Identity, session: Session | None, ctx: CallContext | None
+    ) -> None:
+        """Publish ``identity``'s session as it is now (None: ended); ``ctx``, the call that
+        changed it, is answered by its caller and not told again."""
+        exclude = ctx.peer if ctx is not None else None
+        exclude_id = getattr(exclude, "id", None)
+        if exclude is not None:
+            self.prune(exclude, session)  # the requester's own subscriptions follow the change too
+        await self._changes.publish(
+            SessionChange(
+                identity,
+                encode_session(session) if session is not None else None,
+                source=self._process_id,
+                exclude=exclude_id if isinstance(exclude_id, int) else None,
+            )
+        )
+
+    def on_change(self, change: SessionChange, position: Position | None = None) -> None:
+        """A change heard on the bus: tell the dapp's connections here."""
+        for watcher in self._watchers:
+            try:
+                watcher(change)
+            except Exception:
+                log.exception("session change watcher failed")
+        resume = self._resume
+        if resume is not None and position is not None:
+            resume.positions.advance(CHANGES, position, change)
+        dapps, tracker = self._dapps, self._dapps.tracker
+        conns = dapps.connections(change.identity)
+        if not conns:
+            if tracker.lingering(change.identity):  # gone, but may resume: still watched
+                gone = decode_session(change.session) if change.session is not None else None
+                tracker.watch(change.identity, gone.expiry if gone else None)
+            return  # a dapp of another process: that process tracks and ends its session
+        session = decode_session(change.session) if change.session is not None else None
+        dialect = dapps.dialect(change.identity)
+        dapps.watch(change.identity, session)
+        if session is not None:
+            dapps.seen(change.identity, session)
+        message = notification_bytes("wallet_sessionChanged", changed_params(session, dialect))
+        for conn in list(conns):
+            self.prune(conn, session)
+            if change.source == self._process_id and conn.id == change.exclude:
+                continue
+            if resume is not None:
+                conn.send_message(with_cursor(message, resume.cursor(conn)))
+            else:
+                conn.send_message(message)
+
+    def replay_changes(
+        self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str
+    ) -> tuple[list[tuple[Position, bytes]], Callable[[str, str], bool] | None]:
+        """The ``wallet_sessionChanged`` messages a connection of the dapp missed in ``changes``
+        (less those ``owner``, ``<process>:<connection id>``, caused and was answered), and
+        whether a subscription of a scope for a notification may go on (None: the changes changed
+        nothing)."""
+        identity = Identity.of(api_key, origin)
+        messages: list[tuple[Position, bytes]] = []
+        final: Session | None = None
+        changed = False
+        for position, change in changes:
+            if change.identity != identity:
+                continue
+            session = decode_session(change.session) if change.session is not None else None
+            final, changed = session, True
+            if f"{change.source}:{change.exclude}" == owner:
+                continue
+            params = changed_params(session, self._dapps.dialect(identity))
+            messages.append((position, notification_bytes("wallet_sessionChanged", params)))
+        if not changed:
+            return messages, None
+        now = datetime.now(UTC)
+
+        def keep(scope: str, notification: str) -> bool:
+            return is_notification_granted(final, scope, notification, now=now)
+
+        return messages, keep
+
+    def prune(self, conn: Any, session: Session | None) -> None:
+        """End ``conn``'s session subscriptions that ``session`` no longer grants."""
+        now = datetime.now(UTC)
+        self._hub.drop_where(
+            conn,
+            lambda sub: (
+                sub.scope is not None
+                and not is_notification_granted(
+                    session, sub.scope, sub.notification.decode(), now=now
+                )
+            ),
+        )
