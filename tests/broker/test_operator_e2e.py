@@ -17,6 +17,7 @@ from broker.sessions import Identity, Session
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.processes import start_scopecast
 from tests.support.redis_server import redis_server
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -205,10 +206,10 @@ async def test_answering_a_request_that_is_not_waiting_names_it() -> None:
                     ).decode()
                 )
                 approval = await waiting_approval(node)
-            for _ in range(500):  # dropped as the connection's calls end (fail_after bounds it)
-                if not (await node.admin("admin_listApprovals", {}))["result"]:
-                    break
-                await trio.sleep(0.01)
-            assert (await node.admin("admin_listApprovals", {}))["result"] == []
+
+            async def none_waiting() -> bool:  # dropped as the connection's calls end
+                return (await node.admin("admin_listApprovals", {}))["result"] == []
+
+            await eventually(none_waiting, "the request of the dapp that hung up is dropped")
             reply = await node.admin("admin_approve", {"id": approval["id"]})
             assert "hung up" in reply["error"]["message"]
