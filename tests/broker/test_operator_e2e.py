@@ -87,18 +87,24 @@ async def test_operator_scopes_are_validated_like_a_request() -> None:
                 assert "sessionScopes['eip155:1337']" in reply["error"]["message"]
 
 
-async def test_a_session_nobody_approves_is_rejected_at_the_timeout() -> None:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual(timeout=0.5)) as node:
+async def test_a_session_nobody_approves_is_rejected_at_the_timeout(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the approval timeout passes in virtual seconds
+        config = manual(timeout=0.5)
+        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
             async with dapp(node.ws_url()) as a:
                 reply = await a.call("wallet_createSession", REQUEST)
                 assert reply["error"] == {**USER_REJECTED, "data": {"reason": "approval timed out"}}
                 assert (await a.result("wallet_getSession", {}))["sessionScopes"] == {}
 
 
-async def test_a_signature_nobody_approves_is_rejected_at_the_timeout() -> None:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual(timeout=1.0)) as node:
+async def test_a_signature_nobody_approves_is_rejected_at_the_timeout(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the approval timeout passes in virtual seconds
+        config = manual(timeout=1.0)
+        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
             async with dapp(node.ws_url()) as a:
                 created = await create_with_operator(node, a, {})
                 assert created["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]

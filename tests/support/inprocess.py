@@ -4,6 +4,7 @@ on 127.0.0.1 port 0, with real clients (httpx, trio-websocket) talking to it ove
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ async def running_broker(
         assert broker.sessions is not None
         broker.sessions.expiry_check = expiry_check
     if clock is not None:
+        clock.autojump_threshold = math.inf
         clock.rate = 1.0
     async with trio.open_nursery() as nursery:
         port = await nursery.start(broker.serve, "127.0.0.1", 0)
