@@ -299,6 +299,7 @@ async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
     # waits for the operator; the peer answers no ping, so the server closes the socket under the
     # reader; when the requests time out, the reader must end without an error.
     config = Config(server=ServerConfig(ping_interval=0.2, max_inflight=1, approval_timeout=1.0))
+    scope = {"methods": [], "notifications": []}
     with trio.fail_after(30):
         async with running_broker("--approval", "manual", config=config, clock=mock_clock) as node:
             mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")
@@ -309,11 +310,11 @@ async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
                             "jsonrpc": "2.0",
                             "id": i,
                             "method": "wallet_createSession",
-                            "params": {"optionalScopes": {"eip155:1337": {"methods": []}}},
+                            "params": {"optionalScopes": {"eip155:1337": scope}},
                         }
                     )
-                while (await mute.frame()) is not None:
-                    pass
+                while (frame := await mute.frame()) is not None:
+                    assert frame[0] != 0x1, frame  # no answer: both requests wait
                 assert mute.close_code == frames.CLOSE_PING_TIMEOUT
             finally:
                 mute.close()
