@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import msgspec
@@ -81,6 +82,10 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     for exc in group.exceptions:
         found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return found
+
+
+#: Opens the byte stream a WebSocket URL's handshake goes over (a TCP or TLS connection).
+StreamOpener = Callable[[str], Awaitable[trio.abc.Stream]]
 
 
 async def _open_stream(url: str) -> trio.SocketStream | trio.SSLStream[trio.SocketStream]:
@@ -146,7 +151,11 @@ class HeadFollower:
         forwarder: Forwarder,
         fetcher: BlockFetcher,
         options: UpstreamOptions,
+        *,
+        open_ws_stream: StreamOpener = _open_stream,
     ) -> None:
+        """``open_ws_stream``: how a connection to a ``ws`` URL is opened (tests pass one end of
+        a memory stream)."""
         self.network = network
         self.forwarder = forwarder
         self.fetcher = fetcher
@@ -162,6 +171,7 @@ class HeadFollower:
         self._reported = -1  # the height of the last block reported
         self._last_polled = -1
         self._tick = min(options.poll_interval, options.ws_ping_interval, 1.0)
+        self._open_ws_stream = open_ws_stream
 
     async def serve(
         self,
@@ -216,16 +226,19 @@ class HeadFollower:
         url = self.options.upstreams[index].ws
         assert url is not None
         async with trio.open_nursery() as nursery:  # runs trio-websocket's reader task
-            stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
+            stream: trio.abc.Stream | None = None
             with trio.move_on_after(self.options.connect_timeout):
-                stream = await _open_stream(url)
+                stream = await self._open_ws_stream(url)
             if stream is None:
                 raise _WebSocketFailed(f"cannot connect within {self.options.connect_timeout:g} s")
             try:
                 ws: trio_websocket.WebSocketConnection | None = None
                 with trio.move_on_after(self.options.connect_timeout):
+                    # Any trio stream will do (trio-websocket's documentation; its annotation
+                    # names only sockets and TLS).
+                    socket_like = cast(trio.SocketStream, stream)
                     ws = await trio_websocket.wrap_client_stream(
-                        nursery, stream, _host_header(url), _resource(url)
+                        nursery, socket_like, _host_header(url), _resource(url)
                     )
                 if ws is None:
                     raise _WebSocketFailed(

@@ -45,7 +45,7 @@ class FeedConnection:
 
     def __init__(
         self,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         feed: OperatorFeed,
         accepts: Callable[[str], bool],
         *,
@@ -53,7 +53,8 @@ class FeedConnection:
         dev_token: bool,
         stopping: Callable[[], Awaitable[object]],
     ) -> None:
-        """``signed_in``: the upgrade request carried the right token already."""
+        """``signed_in``: the upgrade request carried the right token already. ``stream`` is the
+        console's socket (any trio stream: the tests use memory streams)."""
         self._stream = stream
         self._feed = feed
         self._accepts = accepts
@@ -113,7 +114,7 @@ class FeedConnection:
                     self._end(event.code, event.reason)
                     return
             try:
-                data = await self._stream.receive_some(65536)
+                data = bytes(await self._stream.receive_some(65536))  # a socket's: as is
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not data:

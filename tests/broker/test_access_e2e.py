@@ -23,6 +23,7 @@ from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
 from tests.support.tokens import SigningKey
 from tests.support.upgrades import try_upgrade
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 APP = "https://app.example.com"
@@ -242,12 +243,11 @@ async def test_the_connection_cap_per_key() -> None:
                 assert error["data"] == {"limit": "max_connections", "max": 2}
                 assert (await try_upgrade(node.port, "/ws/v3/free")).status == 101  # not counted
                 await second.ws.aclose()
-                for _ in range(100):  # the slot comes back once the server saw the close
-                    if (await try_upgrade(node.port, "/ws/v3/c")).status == 101:
-                        break
-                    await trio.sleep(0.05)
-                else:
-                    pytest.fail("the closed connection's slot never came back")
+
+                async def upgraded() -> bool:  # once the server saw the close
+                    return (await try_upgrade(node.port, "/ws/v3/c")).status == 101
+
+                await eventually(upgraded, "the closed connection's slot comes back", every=0.05)
 
 
 # -- secrets and tokens ----------------------------------------------------------------------------
@@ -348,13 +348,20 @@ async def test_a_websocket_token_in_the_query_expires_unless_renewed(
             finally:
                 expiring.close()
             first = signer.token("j", expires_in=1, methods=["eth_*"])
-            async with dapp(f"{node.ws_url('j')}?token={first}") as kept:
-                renewed = await kept.result("scopecast_refreshToken", [signer.token("j")])
-                assert renewed["expires"] > time.time() + 60
-                bad = await kept.call("scopecast_refreshToken", [signer.token("other")])
-                assert bad["error"]["code"] == -32001
-                await trio.sleep(3)  # past the first token's expiry and grace
-                assert await kept.result("eth_chainId", []) == "0x539"
+            unrenewed = await RawWebSocket.connect(node.port, f"/ws/v3/j?token={first}")
+            try:
+                async with dapp(f"{node.ws_url('j')}?token={first}") as kept:
+                    renewed = await kept.result("scopecast_refreshToken", [signer.token("j")])
+                    assert renewed["expires"] > time.time() + 60
+                    bad = await kept.call("scopecast_refreshToken", [signer.token("other")])
+                    assert bad["error"]["code"] == -32001
+                    # Past the first token's expiry and grace: the check that closes the other
+                    # connection of that token (unrenewed) would have closed this one with it.
+                    assert await unrenewed.message() is None
+                    assert unrenewed.close_code == CLOSE_TOKEN_EXPIRED
+                    assert await kept.result("eth_chainId", []) == "0x539"
+            finally:
+                unrenewed.close()
 
 
 # -- metrics ---------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import trio
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
-from tests.support.inprocess import RunningBroker, dapp, running_broker
+from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.user_operations import unsigned_user_op
 
 DEV = "eip155:1337"
@@ -112,20 +112,13 @@ async def test_manual_approval_shows_what_will_be_signed() -> None:
             async def call(method: str, params: Any) -> None:
                 replies.append(await conn.call(method, params))
 
-            async def next_approval() -> dict[str, Any]:
-                while True:
-                    pending = (await node.admin("admin_listApprovals", {}))["result"]
-                    if pending:
-                        return dict(pending[0])
-                    await trio.sleep(0.05)
-
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     call,
                     "wallet_createSession",
                     {"optionalScopes": {DEV: {"methods": SIGNING, "notifications": []}}},
                 )
-                await node.admin("admin_approve", {"id": (await next_approval())["id"]})
+                await node.admin("admin_approve", {"id": (await waiting_approval(node))["id"]})
             assert replies.pop()["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]
 
             message = "0x" + b"pay 5 tokens".hex()
@@ -133,7 +126,7 @@ async def test_manual_approval_shows_what_will_be_signed() -> None:
                 nursery.start_soon(
                     call, "wallet_invokeMethod", invoke("personal_sign", [message, FIRST])
                 )
-                approval = await next_approval()
+                approval = await waiting_approval(node)
                 assert approval["kind"] == "signature"
                 assert "pay 5 tokens" in str(approval["request"])
                 await node.admin("admin_reject", {"id": approval["id"]})
@@ -143,7 +136,7 @@ async def test_manual_approval_shows_what_will_be_signed() -> None:
                 nursery.start_soon(
                     call, "wallet_invokeMethod", invoke("personal_sign", [message, FIRST])
                 )
-                await node.admin("admin_approve", {"id": (await next_approval())["id"]})
+                await node.admin("admin_approve", {"id": (await waiting_approval(node))["id"]})
             signature = replies.pop()["result"]["result"]["result"]
             assert (
                 Account.recover_message(

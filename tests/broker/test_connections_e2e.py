@@ -14,6 +14,7 @@ from broker import frames
 from broker.config import Config, ServerConfig
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
+from tests.support.waiting import eventually
 
 
 def memory_snapshot() -> tracemalloc.Snapshot:
@@ -202,8 +203,10 @@ async def test_a_client_that_stops_reading_is_closed_while_1000_others_get_every
         async def read_slow_once_dropped() -> None:
             # The moment the server gives up on it, the slow client reads again: what is left of
             # its stream ends with the documented close code.
-            while node.broker.metrics.slow_consumers._value.get() < 1:  # noqa: ASYNC110 - the server exposes a metric, not an event
-                await trio.sleep(0.01)
+            await eventually(  # the server exposes a metric, not an event
+                lambda: node.broker.metrics.slow_consumers._value.get() >= 1,
+                "the slow client is dropped",
+            )
             while (frame := await slow.frame()) is not None:
                 if frame[0] == 0x8:
                     codes.append(slow.close_code)
@@ -272,10 +275,12 @@ async def test_subscribe_unsubscribe_and_connection_churn_leave_nothing_behind(
         assert (await node.rpc("eth_chainId", []))["result"] == "0x539"
 
 
-async def test_a_peer_that_does_not_answer_pings_is_dropped() -> None:
+async def test_a_peer_that_does_not_answer_pings_is_dropped(
+    mock_clock: trio.testing.MockClock,
+) -> None:
     config = Config(server=ServerConfig(ping_interval=0.2))
     with trio.fail_after(30):
-        async with running_broker("--block-time", "0", config=config) as node:
+        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
             async with dapp(node.ws_url()) as live:  # trio-websocket answers pings
                 mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")  # never answers
                 opcodes = []
@@ -286,7 +291,7 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped() -> None:
                 mute.close()
                 assert opcodes[0] == 0x9, "the server pings"
                 assert mute.close_code == frames.CLOSE_PING_TIMEOUT
-                await trio.sleep(0.6)
+                await trio.sleep(0.6)  # three more pings (virtual seconds): all answered
                 assert await live.result("eth_chainId", []) == "0x539"
 
 
@@ -309,14 +314,15 @@ async def test_requests_that_arrive_together_are_answered_in_order(node: Running
 
 
 async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
 ) -> None:
     # One call at a time: a second session request waits inline in the reader while the first
     # waits for the operator; the peer answers no ping, so the server closes the socket under the
     # reader; when the requests time out, the reader must end without an error.
     config = Config(server=ServerConfig(ping_interval=0.2, max_inflight=1, approval_timeout=1.0))
+    scope = {"methods": [], "notifications": []}
     with trio.fail_after(30):
-        async with running_broker("--approval", "manual", config=config) as node:
+        async with running_broker("--approval", "manual", config=config, clock=mock_clock) as node:
             mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")
             try:
                 for i in (1, 2):
@@ -325,16 +331,15 @@ async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
                             "jsonrpc": "2.0",
                             "id": i,
                             "method": "wallet_createSession",
-                            "params": {"optionalScopes": {"eip155:1337": {"methods": []}}},
+                            "params": {"optionalScopes": {"eip155:1337": scope}},
                         }
                     )
-                while (await mute.frame()) is not None:
-                    pass
+                while (frame := await mute.frame()) is not None:
+                    assert frame[0] != 0x1, frame  # no answer: both requests wait
                 assert mute.close_code == frames.CLOSE_PING_TIMEOUT
             finally:
                 mute.close()
-            while node.broker.connections:  # noqa: ASYNC110 - until the reader has ended
-                await trio.sleep(0.1)
+            await eventually(lambda: not node.broker.connections, "the reader has ended")
             assert await node.rpc("eth_chainId", []) == {
                 "jsonrpc": "2.0",
                 "id": 1,

@@ -19,10 +19,11 @@ from tests.support.rawws import RawWebSocket
 BODY_TIMEOUT = 0.2
 
 
-def short_body_deadline() -> AbstractAsyncContextManager[RunningBroker]:
-    """A broker on the dev chain whose request bodies must arrive within ``BODY_TIMEOUT``."""
+def short_body_deadline(clock: trio.testing.MockClock) -> AbstractAsyncContextManager[RunningBroker]:
+    """A broker on the dev chain whose request bodies must arrive within ``BODY_TIMEOUT`` (virtual
+    seconds, on ``clock``)."""
     config = Config(server=ServerConfig(body_timeout=BODY_TIMEOUT))
-    return running_broker("--block-time", "0", config=config)
+    return running_broker("--block-time", "0", config=config, clock=clock)
 
 
 async def read_until_closed(sock: trio.socket.SocketType) -> bytes:
@@ -39,9 +40,11 @@ def head(length: int) -> bytes:
     ).encode()
 
 
-async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -> None:
+async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes(
+    mock_clock: trio.testing.MockClock,
+) -> None:
     with trio.fail_after(60):
-        async with short_body_deadline() as node:
+        async with short_body_deadline(mock_clock) as node:
             for sent in (b"", b'{"jsonrpc":'):
                 sock = trio.socket.socket()
                 with sock:
@@ -61,10 +64,12 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_connection_closes() -
                 assert ok.json()["result"] == "0x539"
 
 
-async def test_a_trickled_body_is_cut_off_at_the_deadline() -> None:
+async def test_a_trickled_body_is_cut_off_at_the_deadline(
+    mock_clock: trio.testing.MockClock,
+) -> None:
     # Every byte arrives well within the deadline: only a deadline on the whole body ends this.
     with trio.fail_after(60):
-        async with short_body_deadline() as node:
+        async with short_body_deadline(mock_clock) as node:
             sock = trio.socket.socket()
             with sock:
                 await sock.connect(("127.0.0.1", node.port))

@@ -17,6 +17,7 @@ from broker.sessions import Identity, Session
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.processes import start_scopecast
 from tests.support.redis_server import redis_server
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -86,18 +87,24 @@ async def test_operator_scopes_are_validated_like_a_request() -> None:
                 assert "sessionScopes['eip155:1337']" in reply["error"]["message"]
 
 
-async def test_a_session_nobody_approves_is_rejected_at_the_timeout() -> None:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual(timeout=0.5)) as node:
+async def test_a_session_nobody_approves_is_rejected_at_the_timeout(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the approval timeout passes in virtual seconds
+        config = manual(timeout=0.5)
+        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
             async with dapp(node.ws_url()) as a:
                 reply = await a.call("wallet_createSession", REQUEST)
                 assert reply["error"] == {**USER_REJECTED, "data": {"reason": "approval timed out"}}
                 assert (await a.result("wallet_getSession", {}))["sessionScopes"] == {}
 
 
-async def test_a_signature_nobody_approves_is_rejected_at_the_timeout() -> None:
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual(timeout=1.0)) as node:
+async def test_a_signature_nobody_approves_is_rejected_at_the_timeout(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the approval timeout passes in virtual seconds
+        config = manual(timeout=1.0)
+        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
             async with dapp(node.ws_url()) as a:
                 created = await create_with_operator(node, a, {})
                 assert created["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]
@@ -205,10 +212,10 @@ async def test_answering_a_request_that_is_not_waiting_names_it() -> None:
                     ).decode()
                 )
                 approval = await waiting_approval(node)
-            for _ in range(500):  # dropped as the connection's calls end (fail_after bounds it)
-                if not (await node.admin("admin_listApprovals", {}))["result"]:
-                    break
-                await trio.sleep(0.01)
-            assert (await node.admin("admin_listApprovals", {}))["result"] == []
+
+            async def none_waiting() -> bool:  # dropped as the connection's calls end
+                return (await node.admin("admin_listApprovals", {}))["result"] == []
+
+            await eventually(none_waiting, "the request of the dapp that hung up is dropped")
             reply = await node.admin("admin_approve", {"id": approval["id"]})
             assert "hung up" in reply["error"]["message"]

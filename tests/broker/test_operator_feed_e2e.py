@@ -15,11 +15,11 @@ import httpx
 import msgspec
 import pytest
 import trio
+import trio.testing
 import trio_websocket
 
 from broker.admin import DISABLED
 from broker.config import Config, ServerConfig
-from broker.console import _feed_connection
 from broker.console._feed import FeedSubscriber
 from broker.console._feed_connection import CLOSE_WRONG_TOKEN
 from broker.sessions import Identity, Session
@@ -160,10 +160,11 @@ async def test_another_sites_page_cannot_open_the_feed() -> None:
                 assert (await next_message(ws))["type"] == "snapshot"
 
 
-async def test_a_console_that_does_not_sign_in_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_feed_connection, "SIGN_IN_TIMEOUT", 0.2)
-    with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+async def test_a_console_that_does_not_sign_in_is_closed(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the sign-in timeout passes in virtual seconds
+        async with running_broker("--block-time", "0", clock=mock_clock) as node:
             ws = await RawWebSocket.connect(node.port, "/admin/ws")
             try:
                 assert await ws.message() is None
@@ -219,10 +220,14 @@ async def test_the_feed_follows_requests_answers_connections_and_revocations() -
             }
 
 
-async def test_the_feed_says_when_a_request_times_out_or_is_withdrawn() -> None:
-    with trio.fail_after(60):
+async def test_the_feed_says_when_a_request_times_out_or_is_withdrawn(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):  # the approval timeout passes in virtual seconds
         async with (
-            running_broker("--block-time", "0", config=manual(timeout=0.5)) as node,
+            running_broker("--block-time", "0", config=manual(timeout=0.5), clock=mock_clock) as (
+                node
+            ),
             signed_in_feed(node) as ws,
         ):
             await next_message(ws)
@@ -232,7 +237,7 @@ async def test_the_feed_says_when_a_request_times_out_or_is_withdrawn() -> None:
             await next_of(ws, "approval")
             assert (await next_of(ws, "answered"))["outcome"] == "timedOut"
         async with (
-            running_broker("--block-time", "0", config=manual()) as node,
+            running_broker("--block-time", "0", config=manual(), clock=mock_clock) as node,
             signed_in_feed(node) as ws,
         ):
             await next_message(ws)

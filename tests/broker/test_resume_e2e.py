@@ -16,6 +16,7 @@ from broker.sessions import Identity
 from tests.broker.test_subscriptions_e2e import mine, token_address, transfer
 from tests.support.inprocess import Dapp, RunningBroker, dapp
 from tests.support.rawws import RawWebSocket
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 ORIGIN = "https://dapp.example"
@@ -247,8 +248,11 @@ async def test_a_session_that_expired_during_the_gap_is_heard_on_resume(
         # next expiry check deletes it from the store), because the dapp may resume.
         assert node.broker.sessions is not None
         store, identity = node.broker.sessions.store, Identity.of("dev", ORIGIN)
-        while await store.get(identity) is not None:  # noqa: ASYNC110
-            await trio.sleep(0.1)
+
+        async def deleted() -> bool:
+            return await store.get(identity) is None
+
+        await eventually(deleted, "the expired session is deleted from the store")
         await mine(node, 2)
         async with dapp(resume_url(node, cursor), origin=ORIGIN) as again:
             changed = await again.notification()

@@ -5,7 +5,7 @@ from typing import Any
 
 import trio
 
-from tests.support.inprocess import RunningBroker, dapp, running_broker
+from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 
 DEV = "eip155:1337"
 FIRST = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -250,14 +250,11 @@ async def test_manual_approval_parks_until_the_operator_answers() -> None:
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(create)
-                pending: list[Any] = []
-                while not pending:
-                    await trio.sleep(0.05)
-                    pending = (await node.admin("admin_listApprovals", {}))["result"]
-                assert pending[0]["kind"] == "session"
-                assert pending[0]["request"]["scopes"][DEV]["walletAccounts"][0] == FIRST
+                pending = await waiting_approval(node)
+                assert pending["kind"] == "session"
+                assert pending["request"]["scopes"][DEV]["walletAccounts"][0] == FIRST
                 ok = await node.admin(
-                    "admin_approve", {"id": pending[0]["id"], "accounts": [f"{DEV}:{SECOND}"]}
+                    "admin_approve", {"id": pending["id"], "accounts": [f"{DEV}:{SECOND}"]}
                 )
                 assert ok["result"] is True
             assert replies[0]["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{SECOND}"]
@@ -265,13 +262,8 @@ async def test_manual_approval_parks_until_the_operator_answers() -> None:
             replies.clear()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(create)
-                pending = []
-                while not pending:
-                    await trio.sleep(0.05)
-                    pending = (await node.admin("admin_listApprovals", {}))["result"]
-                assert (await node.admin("admin_reject", {"id": pending[0]["id"]}))[
-                    "result"
-                ] is True
+                pending = await waiting_approval(node)
+                assert (await node.admin("admin_reject", {"id": pending["id"]}))["result"] is True
             assert replies[0]["error"] == {"code": 4001, "message": "User rejected the request."}
 
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
 
 import msgspec
 import pytest
@@ -53,8 +52,6 @@ class Backends:
     store: SessionStore
     events: EventBus
     changes: SessionChangeBus
-    #: How long to wait for a delivery that should not come (Redis delivers asynchronously).
-    settle: float
     #: The same sessions as another process sees them (on Redis: through a client of its own).
     other_store: SessionStore
 
@@ -65,7 +62,7 @@ async def backends(
 ) -> AsyncIterator[Backends]:
     if request.param == "memory":
         store = MemorySessionStore()
-        yield Backends(store, MemoryBus(), MemoryChangeBus(), settle=0.0, other_store=store)
+        yield Backends(store, MemoryBus(), MemoryChangeBus(), other_store=store)
         return
     other = redis_client(redis.url)
     async with other:
@@ -74,16 +71,17 @@ async def backends(
             RedisSessionStore(client, prefix=prefix),
             RedisEventBus(client, prefix=prefix, maxlen=1000, block_ms=500),
             RedisChangeBus(client, prefix=prefix, block_ms=500),
-            settle=0.3,
             other_store=RedisSessionStore(other, prefix=prefix),
         )
 
 
-async def until(received: Collector[Any], count: int, settle: float) -> list[Any]:
-    """Wait for ``count`` items, then a little more to catch any extra one."""
-    await received.wait_for(count)
-    await trio.sleep(settle)
-    return received.items
+def marker(chain: str) -> ChainEvent:
+    """An event published after the others on ``chain`` (see :meth:`Collector.before`)."""
+    return HeadEvent(chain, make_block(10**6, "0x" + "11" * 32, salt="marker"))
+
+
+#: A change published after the others (see :meth:`Collector.before`).
+MARKER_CHANGE = SessionChange(Identity.of("marker", None), None)
 
 
 # -- the session store ------------------------------------------------------------------------
@@ -239,13 +237,14 @@ async def test_events_reach_every_reader_in_order_once(backends: Backends) -> No
         async with trio.open_nursery() as nursery:
             await nursery.start(bus.serve_reader, ["eip155:7"], one)
             await nursery.start(bus.serve_reader, ["eip155:7", OTHER_CHAIN], both)
-            for event in [*ours[:4], *theirs, *ours[4:]]:
+            markers = [marker("eip155:7"), marker(OTHER_CHAIN)]
+            for event in [*ours[:4], *theirs, *ours[4:], *markers]:
                 await bus.publish(event)
-            assert await until(one, len(ours), backends.settle) == ours
-            await until(both, len(ours) + len(theirs), backends.settle)
+            assert await one.before(markers[:1]) == ours
+            got = await both.before(markers)
             nursery.cancel_scope.cancel()
-    assert [e for e in both.items if e.chain == "eip155:7"] == ours
-    assert [e for e in both.items if e.chain == OTHER_CHAIN] == theirs
+    assert [e for e in got if e.chain == "eip155:7"] == ours
+    assert [e for e in got if e.chain == OTHER_CHAIN] == theirs
 
 
 async def test_a_reader_gets_what_is_published_after_it_started(backends: Backends) -> None:
@@ -257,9 +256,9 @@ async def test_a_reader_gets_what_is_published_after_it_started(backends: Backen
             await bus.publish(event)
         async with trio.open_nursery() as nursery:
             await nursery.start(bus.serve_reader, ["eip155:7"], received)
-            for event in after:
+            for event in [*after, marker("eip155:7")]:
                 await bus.publish(event)
-            assert await until(received, len(after), backends.settle) == after
+            assert await received.before([marker("eip155:7")]) == after
             nursery.cancel_scope.cancel()
 
 
@@ -281,9 +280,9 @@ async def test_a_reorganisation_back_and_forth_is_delivered(backends: Backends) 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(bus.serve_reader, ["eip155:7"], received)
-            for event in flips:
+            for event in [*flips, marker("eip155:7")]:
                 await bus.publish(event)
-            assert await until(received, len(flips), backends.settle) == flips
+            assert await received.before([marker("eip155:7")]) == flips
             nursery.cancel_scope.cancel()
 
 
@@ -301,8 +300,8 @@ async def test_changes_reach_every_reader(backends: Backends) -> None:
         async with trio.open_nursery() as nursery:
             for received in readers:
                 await nursery.start(bus.serve_reader, received)
-            for change in changes:
+            for change in [*changes, MARKER_CHANGE]:
                 await bus.publish(change)
             for received in readers:
-                assert await until(received, len(changes), backends.settle) == changes
+                assert await received.before([MARKER_CHANGE]) == changes
             nursery.cancel_scope.cancel()

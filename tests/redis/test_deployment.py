@@ -26,6 +26,7 @@ from tests.support.inprocess import Dapp, dapp
 from tests.support.processes import ScopecastProcess, start_scopecast
 from tests.support.rawws import RawWebSocket
 from tests.support.redis_server import RedisServer, free_port, redis_command
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 ORIGIN = "https://dapp.example"
@@ -297,9 +298,7 @@ async def test_redis_unreachable_at_start_is_waited_for(upstream: Upstream) -> N
             web = upstream.web(later.url, port=web_port)
             upstream.nursery.start_soon(web.start)
             await worker.wait_for("cannot reach Redis at .* retrying in", count=2)
-            # ScopecastProcess keeps output lines but offers nothing to wait on.
-            while sum("cannot reach Redis" in line for line in web.output) < 2:  # noqa: ASYNC110
-                await trio.sleep(0.1)
+            await web.wait_for_output("cannot reach Redis", count=2)
             assert worker.running
             assert web.running
             # Bound but not ready: every request is told so at once, nothing hangs.
@@ -318,9 +317,7 @@ async def test_redis_unreachable_at_start_is_waited_for(upstream: Upstream) -> N
                 await RawWebSocket.connect(web_port, "/ws/v3/dev")
             later.start()
             await worker.wait_for("leading from block")
-            # ready once it prints its listening line (ScopecastProcess offers nothing to wait on)
-            while not any("scopecast listening" in line for line in web.output):  # noqa: ASYNC110
-                await trio.sleep(0.1)
+            await web.wait_for_output("scopecast listening")  # ready once it says it listens
             async with dapp(web.ws_url()) as conn:
                 heads: Collector[Head] = Collector()
                 async with trio.open_nursery() as nursery:
@@ -340,12 +337,11 @@ def _children(pid: int) -> list[int]:
 
 
 async def _lease_pid_when_held(redis: RedisServer) -> int:
-    for _ in range(600):  # the caller's fail_after bounds it
-        reply = await redis_command(redis.port, "GET", LEASE)
-        if not reply.startswith(b"$-1"):
-            return await lease_holder_pid(redis)
-        await trio.sleep(0.05)
-    raise AssertionError("no worker took the lease")
+    async def held() -> bool:
+        return not (await redis_command(redis.port, "GET", LEASE)).startswith(b"$-1")
+
+    await eventually(held, "a worker takes the lease")
+    return await lease_holder_pid(redis)
 
 
 async def test_the_readme_fail_over_recipe_survives_killing_the_leader(
@@ -387,11 +383,12 @@ async def test_the_readme_fail_over_recipe_survives_killing_the_leader(
                 assert successor != leader
                 nursery.cancel_scope.cancel()
             assert [loop.returncode for loop in loops] == [None, None]  # the loops live on
-            for _ in range(100):  # and the one whose worker died starts another
+
+            def workers_again() -> list[int] | None:  # the one whose worker died starts another
                 workers = [pid for loop in loops for pid in _children(loop.pid)]
-                if len(workers) == 2 and leader not in workers:
-                    break
-                await trio.sleep(0.1)
+                return workers if len(workers) == 2 and leader not in workers else None
+
+            workers = await eventually(workers_again, "two workers again, the killed one replaced")
             assert len(workers) == 2
             assert leader not in workers
     finally:

@@ -25,9 +25,12 @@ from tests.redis.test_deployment import (  # noqa: F401 - a fixture
 from tests.support.processes import ScopecastProcess
 from tests.support.rawws import RawWebSocket
 from tests.support.redis_server import RedisServer
+from tests.support.waiting import eventually
 
 DEV = "eip155:1337"
 CLIENTS = 200
+#: Heads every client has before web A goes (then 20 more on web B).
+LIVE_HEADS = 5
 SCOPES = {DEV: {"methods": ["eth_subscribe"], "notifications": ["eth_subscription"]}}
 
 
@@ -206,7 +209,10 @@ async def run_and_drop(s: Setup, drop: str) -> list[Follower]:
             nursery.start_soon(follow, f, ports, send, target)
         for _ in range(CLIENTS):
             await receive.receive()
-        await trio.sleep(1.0)  # ten blocks or so, live
+        await eventually(  # live: a cursor each (a kill -9 names none on the close)
+            lambda: all(len(f.heads) >= LIVE_HEADS for f in followers),
+            f"every client has {LIVE_HEADS} live heads",
+        )
         started = time.monotonic()
         if drop == "kill":
             await s.web_a.kill()

@@ -3,6 +3,7 @@ and idempotent appends, repeat suppression, sessions expiring with their expiry.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import coredis
@@ -25,6 +26,7 @@ from tests.redis.collect import Collector
 from tests.redis.test_backends import chain_events, session
 from tests.support.fake_chain import make_block
 from tests.support.redis_server import RedisServer, redis_command
+from tests.support.waiting import eventually
 
 CHAIN = "eip155:7"
 GENESIS = "0x" + "00" * 32
@@ -49,7 +51,9 @@ async def test_readers_resume_after_their_connection_is_killed(
 
 async def resume_after_kills(redis: RedisServer, bus: RedisEventBus) -> None:
     events = chain_events(CHAIN, 30)
+    marker = HeadEvent(CHAIN, make_block(31, GENESIS, salt="marker"))
     readers: list[Collector[ChainEvent]] = [Collector(), Collector()]
+    got: list[list[ChainEvent]] = []
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             for received in readers:
@@ -60,12 +64,14 @@ async def resume_after_kills(redis: RedisServer, bus: RedisEventBus) -> None:
                     assert (await redis_command(redis.port, "CLIENT", "KILL", "TYPE", "normal"))[
                         :1
                     ] == b":"
-                await trio.sleep(0.01)
+                # In step with the readers: the next event is published while they reconnect.
+                for received in readers:
+                    await received.wait_for(i + 1)
+            await bus.publish(marker)
             for received in readers:
-                await received.wait_for(len(events))
-            await trio.sleep(0.3)
+                got.append(await received.before([marker]))
             nursery.cancel_scope.cancel()
-    assert [received.items for received in readers] == [events, events]
+    assert got == [events, events]
 
 
 async def test_a_reader_that_missed_trimmed_entries_says_so(
@@ -120,10 +126,13 @@ async def test_a_range_read_back_for_a_resume_says_when_it_cannot_be_whole(
         assert await bus.read_range(CHAIN, trimmed, ids[-1]) is None
         assert await bus.read_range(CHAIN, "0-0", ids[-1]) is None  # the stream began earlier
         assert await bus.read_range(CHAIN, "not-a-position", ids[-1]) is None
-        # Older than the resume window: None, though Redis still holds the entries.
-        bus.window = 0.0
-        await trio.sleep(0.01)
+        # Older than the resume window: None, though Redis still holds the entries. (The window
+        # is set from the first entry's age: just shorter, then a minute longer.)
+        age = time.time() - int(ids[1].split("-")[0]) / 1000
+        bus.window = age - 0.002
         assert await bus.read_range(CHAIN, ids[0], ids[-1]) is None
+        bus.window = age + 60
+        assert await bus.read_range(CHAIN, ids[0], ids[-1]) == found
 
 
 async def test_an_append_that_repeats_the_last_one_is_refused(
@@ -190,8 +199,11 @@ async def test_a_session_key_expires_with_the_session(client: RedisClient, prefi
         ttl_ms = await client.pttl(store.key(lasting.identity))
         expected = (lasting.expiry - datetime.now(UTC)).total_seconds() * 1000
         assert abs(ttl_ms - expected) < 5_000
-        await trio.sleep(1.2)
-        assert await store.get(short.identity) is None
+
+        async def short_gone() -> bool:
+            return await store.get(short.identity) is None
+
+        await eventually(short_gone, "the short session's key expires with it", within=5)
         assert await store.list_sessions() == [lasting]
 
 

@@ -16,6 +16,7 @@ from broker.redis import RedisClient, RedisEventBus, decode_stream_event, entry_
 from broker.worker import ChainLeader, LeaseTiming
 from tests.redis.collect import Collector
 from tests.support.fake_chain import CHAIN, FakeChain
+from tests.support.waiting import eventually
 
 FAST = LeaseTiming(ttl=1.0, renew_every=0.25, standby_poll=0.1)
 
@@ -38,6 +39,12 @@ class Setup:
 
     async def until_head(self, number: int) -> None:
         await self.received.wait_until(lambda _: number in self.heads())
+
+    async def until_whole(self, number: int) -> None:
+        """Until the canonical block ``number`` arrived whole: its head, then its logs (if any)."""
+        block = self.chain.canonical[number]
+        last = LogsEvent(CHAIN, block, removed=False) if block.logs else HeadEvent(CHAIN, block)
+        await self.received.wait_until(lambda events: last in events)
 
     async def holder(self) -> bytes | None:
         value = await self.bus.client.get(self.bus.keys(CHAIN).lease)
@@ -113,8 +120,7 @@ async def test_one_leader_and_a_standby_that_takes_over_from_a_dead_one(setup: S
             took_over = trio.current_time() - died
             assert await setup.holder() == b"b"
             setup.chain.mine(2)
-            await setup.until_head(8)
-            await trio.sleep(0.2)
+            await setup.until_whole(8)
             nursery.cancel_scope.cancel()
     assert setup.heads() == list(range(9))
     assert_canonical_stream(setup.events)
@@ -137,7 +143,7 @@ async def test_a_leader_that_stops_hands_over_at_once(setup: Setup) -> None:
             await setup.until_head(3)
             assert trio.current_time() - stopped < FAST.ttl
             assert await setup.holder() == b"b"
-            await trio.sleep(0.2)
+            await setup.until_whole(3)
             nursery.cancel_scope.cancel()
     assert setup.heads() == [0, 1, 2, 3]
     assert_canonical_stream(setup.events)
@@ -159,8 +165,7 @@ async def test_a_reorganisation_across_the_hand_over_is_reported(setup: Setup) -
             orphaned = setup.chain.canonical[3:5]
             replacements = setup.chain.reorg(2, 3, salt="b")
             await start(nursery, setup.leader("b"))
-            await setup.until_head(5)
-            await trio.sleep(0.2)
+            await setup.until_whole(5)
             nursery.cancel_scope.cancel()
     assert setup.events[-8:] == [
         LogsEvent(CHAIN, orphaned[0], removed=True),
@@ -218,7 +223,9 @@ async def test_a_reorganisation_cut_short_by_the_hand_over_is_not_appended_twice
     assert setup.events == [*before, *cut_short, *rest]
 
 
-async def test_a_leader_whose_lease_moved_cannot_publish(setup: Setup) -> None:
+async def test_a_leader_whose_lease_moved_cannot_publish(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
     lease = setup.bus.keys(CHAIN).lease
     client = setup.bus.client
     with trio.fail_after(20):
@@ -230,11 +237,12 @@ async def test_a_leader_whose_lease_moved_cannot_publish(setup: Setup) -> None:
             # As if the leader had paused past its lease and another worker had taken it:
             await client.set(lease, "intruder/1", px=60_000)
             setup.chain.mine(2)
-            await trio.sleep(0.5)
+            await eventually(
+                lambda: "standing by; intruder/1 leads" in caplog.text, "the leader stands by"
+            )
             assert setup.heads() == [0, 1, 2]  # refused by Redis, not published
             await client.delete([lease])  # the intruder is gone: the leader comes back
-            await setup.until_head(4)
-            await trio.sleep(0.2)
+            await setup.until_whole(4)
             nursery.cancel_scope.cancel()
     assert setup.heads() == [0, 1, 2, 3, 4]
     assert_canonical_stream(setup.events)

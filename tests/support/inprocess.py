@@ -4,6 +4,7 @@ on 127.0.0.1 port 0, with real clients (httpx, trio-websocket) talking to it ove
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -11,12 +12,14 @@ from typing import Any
 
 import httpx
 import trio
+import trio.testing
 import trio_websocket
 
 from broker.app import Broker
 from broker.cli import parser, serve_options
 from broker.compose import build_broker
 from broker.config import Config
+from tests.support.waiting import eventually
 
 
 @dataclass
@@ -64,20 +67,34 @@ class RunningBroker:
 
 @asynccontextmanager
 async def running_broker(
-    *cli_args: str, config: Config | None = None, expiry_check: float | None = None
+    *cli_args: str,
+    config: Config | None = None,
+    expiry_check: float | None = None,
+    clock: trio.testing.MockClock | None = None,
 ) -> AsyncIterator[RunningBroker]:
     """Serve a broker built from ``scopecast serve`` arguments; stop it on exit.
 
     ``expiry_check`` sets the period of the session expiry checks before the broker starts (the
     first check waits that long).
+
+    ``clock`` (the test's ``mock_clock``) runs at real speed while the adapters start (in worker
+    threads, which a jumping clock would outrun), then jumps as ``autojump_clock`` does: from the
+    first request on, pings, deadlines and timeouts take no real time. Only for tests whose
+    broker then uses no worker thread (no mining, no ``eth_call`` on the dev chain).
     """
     options = serve_options(parser().parse_args(["serve", "--port", "0", *cli_args]))
     broker = build_broker(config or Config(), options)
     if expiry_check is not None:
         assert broker.sessions is not None
         broker.sessions.expiry_check = expiry_check
+    if clock is not None:
+        clock.autojump_threshold = math.inf
+        clock.rate = 1.0
     async with trio.open_nursery() as nursery:
         port = await nursery.start(broker.serve, "127.0.0.1", 0)
+        if clock is not None:
+            clock.rate = 0.0
+            clock.autojump_threshold = 0.0
         try:
             yield RunningBroker(broker, port)
         finally:
@@ -87,12 +104,12 @@ async def running_broker(
 
 async def waiting_approval(node: RunningBroker) -> dict[str, Any]:
     """The first request waiting for the operator (polls ``admin_listApprovals`` until one is)."""
-    while True:
-        pending = (await node.admin("admin_listApprovals", {}))["result"]
-        if pending:
-            approval: dict[str, Any] = pending[0]
-            return approval
-        await trio.sleep(0.05)
+
+    async def pending() -> list[dict[str, Any]]:
+        listed: list[dict[str, Any]] = (await node.admin("admin_listApprovals", {}))["result"]
+        return listed
+
+    return (await eventually(pending, "a request waiting for the operator"))[0]
 
 
 class Dapp:

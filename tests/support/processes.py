@@ -82,6 +82,7 @@ class ScopecastProcess:
         self.stop_timeout = stop_timeout
         self.executable = executable or scopecast_executable()
         self.output: deque[str] = deque(maxlen=_TAIL_LINES)
+        self._output_grew = trio.Event()
         self._nursery = nursery
         self._process: trio.Process | None = None
         self._exited = trio.Event()
@@ -119,6 +120,18 @@ class ScopecastProcess:
     def output_tail(self, lines: int = 40) -> str:
         """The last lines the process wrote (stdout and stderr interleaved)."""
         return "\n".join(list(self.output)[-lines:])
+
+    async def wait_for_output(self, pattern: str, count: int = 1) -> None:
+        """Wait until ``count`` of the kept output lines match ``pattern`` (a regular expression);
+        fails with the output if the process exits first (it may not have started yet)."""
+        found = re.compile(pattern)
+        while sum(1 for line in self.output if found.search(line)) < count:
+            if self._process is not None and not self.running:
+                raise ProcessFailed(
+                    f"exited (code {self.returncode}) before printing {pattern!r}; its output:\n"
+                    + self.output_tail()
+                )
+            await self._output_grew.wait()  # set by each line, and when the process exits
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -220,11 +233,17 @@ class ScopecastProcess:
                     if pipe is not None:
                         await pipe.aclose()
                 self._exited.set()
+                self._output_grew.set()
+
+    def _keep(self, line: str) -> None:
+        self.output.append(line)
+        SCANNER.scan(f"scopecast pid {self.pid}", line)
+        self._output_grew.set()
+        self._output_grew = trio.Event()
 
     async def _wait_listening(self, lines: _Lines) -> int | None:
         async for line in lines:
-            self.output.append(line)
-            SCANNER.scan(f"scopecast pid {self.pid}", line)
+            self._keep(line)
             found = _LISTENING.search(line)
             if found is not None:
                 return int(found.group(2))
@@ -233,8 +252,7 @@ class ScopecastProcess:
     async def _drain(self, stream: trio.abc.ReceiveStream, lines: _Lines | None) -> None:
         try:
             async for line in lines or _Lines(stream):
-                self.output.append(line)
-                SCANNER.scan(f"scopecast pid {self.pid}", line)
+                self._keep(line)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 

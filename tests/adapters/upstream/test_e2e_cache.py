@@ -14,6 +14,7 @@ import trio
 from bench.replay import DEV_ACCOUNTS, MIX_METHODS, mix
 from tests.adapters.upstream.e2e import DEV_CHAIN, Client, mine, serve_broker, upstream_entry
 from tests.support.processes import ScopecastProcess, start_scopecast
+from tests.support.waiting import eventually
 
 
 async def upstream_calls(http: httpx.AsyncClient, node: ScopecastProcess, method: str) -> int:
@@ -25,11 +26,10 @@ async def upstream_calls(http: httpx.AsyncClient, node: ScopecastProcess, method
 
 async def wait_for_head(served: Any) -> None:
     """Until the broker has seen the upstream's head (nothing is cached before)."""
-    for _ in range(3000):  # the caller's fail_after bounds it
-        if served.broker.dispatcher.cache.epochs.epoch(DEV_CHAIN) is not None:
-            return
-        await trio.sleep(0.01)
-    raise AssertionError("no head from the upstream")
+    await eventually(
+        lambda: served.broker.dispatcher.cache.epochs.epoch(DEV_CHAIN) is not None,
+        "a head from the upstream",
+    )
 
 
 async def test_identical_concurrent_calls_reach_the_upstream_once(nursery: trio.Nursery) -> None:

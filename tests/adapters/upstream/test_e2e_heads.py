@@ -13,6 +13,7 @@ from msgspec import UNSET, UnsetType
 from adapters.upstream import State
 from tests.support.inprocess import Dapp
 from tests.support.processes import ScopecastProcess, start_scopecast
+from tests.support.waiting import eventually
 
 from .e2e import (
     DEV_CHAIN,
@@ -45,8 +46,9 @@ QUERIES: list[tuple[str, list[Any]]] = [
 
 async def wait_for_state(served: ServedBroker, index: int, state: State) -> None:
     # statistics() is a snapshot with no event to wait on: poll it.
-    while served.adapter.statistics()[index].state is not state:  # noqa: ASYNC110
-        await trio.sleep(0.02)
+    await eventually(
+        lambda: served.adapter.statistics()[index].state is state, f"upstream {index} {state}"
+    )
 
 
 def raw(reply: Reply) -> bytes:
@@ -86,13 +88,16 @@ async def test_killing_the_first_upstream_is_invisible_and_it_is_used_again_on_r
                     answered += len(replies)
 
             nursery.start_soon(load)
-            await trio.sleep(0.3)
+            await eventually(lambda: answered >= 2 * len(QUERIES), "the load is under way")
             await first.kill()
             started = time.perf_counter()
             after = await broker.batch(QUERIES)
             failover = time.perf_counter() - started
             assert [raw(r) for r in after] == [raw(r) for r in expected]
-            await trio.sleep(0.5)
+            since_kill = answered
+            await eventually(  # the load goes on after the failover, still without an error
+                lambda: answered >= since_kill + 5 * len(QUERIES), "more answers after the kill"
+            )
             stop_load.set()
             assert errors == []
             assert served.adapter.statistics()[0].state is not State.HEALTHY
@@ -133,7 +138,7 @@ async def heights(conn: Dapp, until: int) -> list[tuple[int, str]]:
 
 
 async def test_heights_missed_during_a_websocket_outage_arrive_in_order_once(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
     with trio.fail_after(120):
         node = await start_scopecast(nursery, "--block-time", "0")
@@ -156,16 +161,20 @@ async def test_heights_missed_during_a_websocket_outage_arrive_in_order_once(
             # Cut: the connection drops and reconnecting fails for a while.
             proxy.cut()
             await mine(node, 3)
-            await trio.sleep(1.0)
+            await proxy.wait_until(lambda proxy: proxy.refused >= 2)
             restored = time.perf_counter()
             proxy.restore()
             seen += await heights(heads, start + 5)
             after_cut = time.perf_counter() - restored
+            # (They may come by HTTP first: the pause below is of a WebSocket that follows again.)
+            await eventually(
+                lambda: caplog.text.count("following newHeads over") == 2, "the WebSocket is back"
+            )
 
             # Pause: the connection stays open but nothing passes, then everything at once.
             proxy.pause()
             await mine(node, 3)
-            await trio.sleep(0.5)
+            await proxy.wait_until(lambda proxy: proxy.held >= 1)  # the heads, held
             proxy.resume()
             seen += await heights(heads, start + 8)
 

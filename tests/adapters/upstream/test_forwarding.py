@@ -185,8 +185,9 @@ async def test_a_write_goes_to_the_next_upstream_when_the_first_refuses_connecti
 
 
 async def test_a_failing_upstream_is_benched_then_probed_and_used_first_again(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
+    # On trio's virtual clock: the bench (bench_max) passes without a second of real time.
     first, second = await start_nodes(nursery, 2)
     first.script["eth_getBalance"] = "0x1"
     second.script["eth_getBalance"] = "0x2"
