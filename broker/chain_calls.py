@@ -31,10 +31,17 @@ class CachedChainCalls:
         """The epoch answers on ``chain`` are looked up in; None when nothing is cached there."""
         return None if self.store is None else self._epoch(adapter, chain)
 
-    def answer_now(self, key: Key, epoch: CacheEpoch) -> bytes | None:
+    def answer_now(self, key: Key, epoch: CacheEpoch, *, count: bool = True) -> bytes | None:
         """The stored answer under ``key`` if one is true in ``epoch`` (:meth:`epoch_now`), counted
-        as a hit; None otherwise, counted as nothing: the call then goes through :meth:`call`."""
-        return None if self.store is None else self.store.get(key, epoch, count_miss=False)
+        as a hit (unless ``count`` is false: :meth:`count_hits` then counts the hits served);
+        None otherwise, counted as nothing: the call then goes through :meth:`call`."""
+        if self.store is None:
+            return None
+        return self.store.get(key, epoch, count_miss=False, count_hit=count)
+
+    def count_hits(self, hits: int) -> None:
+        if self.store is not None:
+            self.store.count_hits(hits)
 
     async def call(self, adapter: ChainAdapter, chain: str, method: str, params: Raw) -> Any:
         store = self.store

@@ -52,9 +52,12 @@ class ResponseStore:
         self.misses = 0
         self.evictions = 0
 
-    def get(self, key: Key, epoch: CacheEpoch, *, count_miss: bool = True) -> bytes | None:
-        """The answer stored under ``key`` if it is still true in ``epoch``. A hit is counted; a
-        miss too, unless ``count_miss`` is false (a lookup that the caller will make again)."""
+    def get(
+        self, key: Key, epoch: CacheEpoch, *, count_miss: bool = True, count_hit: bool = True
+    ) -> bytes | None:
+        """The answer stored under ``key`` if it is still true in ``epoch``. A hit is counted
+        unless ``count_hit`` is false (:meth:`count_hits` counts it later); a miss too, unless
+        ``count_miss`` is false (a lookup that the caller will make again)."""
         entry = self._entries.get(key)
         if entry is None:
             self.misses += count_miss
@@ -67,8 +70,12 @@ class ResponseStore:
             self.misses += count_miss
             return None
         self._entries.move_to_end(key)
-        self.hits += 1
+        self.hits += count_hit
         return entry.value
+
+    def count_hits(self, hits: int) -> None:
+        """Count ``hits`` answers looked up with ``count_hit=False`` and served."""
+        self.hits += hits
 
     def put(self, key: Key, value: bytes, lifetime: Lifetime, epoch: CacheEpoch) -> None:
         """Keep ``value``, true as of ``epoch`` (the epoch its call started in), for ``lifetime``."""

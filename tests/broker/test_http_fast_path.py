@@ -82,3 +82,37 @@ async def test_notifications_batches_and_bad_requests_take_the_full_path() -> No
             node.http_url(key="nope"), content=msgspec.json.encode({**BLOCK, "id": 6}), headers=JSON
         )
         assert unknown.status_code == 401
+
+
+async def test_a_batch_of_cached_calls_is_answered_at_once_and_counted_once_each() -> None:
+    number = {"jsonrpc": "2.0", "method": "eth_blockNumber", "params": []}
+    async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        store = node.broker.dispatcher.cache.store
+        assert store is not None
+        block = (await _post(client, node, {**BLOCK, "id": 1})).json()["result"]
+        head = (await _post(client, node, {**number, "id": 1})).json()["result"]
+        before = store.statistics()
+        batch = [{**BLOCK, "id": "a"}, {**number, "id": 2}, {**BLOCK, "id": 3}]
+        replies = (await _post(client, node, batch)).json()
+        assert replies == [
+            {"jsonrpc": "2.0", "id": "a", "result": block},
+            {"jsonrpc": "2.0", "id": 2, "result": head},
+            {"jsonrpc": "2.0", "id": 3, "result": block},
+        ]
+        after = store.statistics()
+        assert (after.hits - before.hits, after.misses - before.misses) == (3, 0)
+        # One call the cache cannot answer (a block not found is never kept): the whole batch
+        # takes the full path, and the cached calls in it are counted once, not twice.
+        missing = {"jsonrpc": "2.0", "id": 5, "method": "eth_getBlockByNumber"}
+        mixed = [{**BLOCK, "id": 4}, {**missing, "params": ["0xffffff", False]}]
+        replies = (await _post(client, node, mixed)).json()
+        assert replies == [
+            {"jsonrpc": "2.0", "id": 4, "result": block},
+            {"jsonrpc": "2.0", "id": 5, "result": None},
+        ]
+        last = store.statistics()
+        assert (last.hits - after.hits, last.misses - after.misses) == (1, 1)
+        samples, _ = await scrape(node)
+        assert (
+            value(samples, "scopecast_requests_total", method="eth_blockNumber", outcome="ok") == 2
+        )
