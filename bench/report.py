@@ -567,7 +567,11 @@ def write(results: dict[str, Any], out: Path) -> None:
             "peer is Node's `http` module decoding the JSON-RPC envelope and answering the bytes "
             "scopecast answered to the same call: what a Node server could at best do. scopecast "
             "serves the dev chain with its response cache as shipped (the chain does not move "
-            "during the run, so repeated calls are answered from the cache).",
+            "during the run, so repeated calls are answered from the cache; wrk posts the same "
+            "body every time, so the reply built for it is reused while the cache gives the same "
+            "answer: a client varying its ids pays the envelope's decode, as the ceiling below "
+            "does). The two servers are measured one after the other, not side by side: on a "
+            "shared machine, compare them within one run only.",
             "",
             "| call | reply bytes | scopecast req/s | p50 ms | p99 ms | Node http req/s | p50 ms "
             "| p99 ms | ratio |",
@@ -585,7 +589,9 @@ def write(results: dict[str, Any], out: Path) -> None:
         if constant:
             lines += [
                 "",
-                f"Our own ceiling (the broker with a constant-reply adapter, no cache): "
+                f"Our own ceiling (the broker with a constant-reply adapter answering "
+                f"through `call_now`, no cache: every request's envelope decoded, routed, counted "
+                f"and its reply encoded): "
                 f"{constant['req_per_s']:,} req/s, p50 {constant['p50_ms']} ms, "
                 f"p99 {constant['p99_ms']} ms.",
             ]
