@@ -43,6 +43,7 @@ from broker.resume import RedisResumeStore
 from broker.session_service import SessionService
 from broker.signing import SigningGateway
 from broker.start_up import is_loopback
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from broker.worker import ChainLeaders
 
 DEV_NETWORK = "dev"
@@ -224,7 +225,9 @@ class _RedisBackends:
 # -- end of Redis -------------------------------------------------------------------------------
 
 
-def _install_access(broker: Broker, config: Config, redis: RedisClient | None) -> None:
+def _install_access(
+    broker: Broker, config: Config, redis: RedisClient | None, clock: WallClock
+) -> None:
     """The ``[keys.*]`` rules and limits (README "Keys and limits"), counted in Redis if given."""
     policies = key_policies(config.keys)
     limiter = RedisLimiter(redis) if redis is not None else MemoryLimiter()
@@ -234,6 +237,7 @@ def _install_access(broker: Broker, config: Config, redis: RedisClient | None) -
         AccessMetrics(broker.metrics.registry, policies),
         when_down=config.server.limits_when_redis_down,
         token_grace=config.server.token_grace,
+        clock=clock,
     )
     broker.add_service(access.serve)
     if access.uses_tokens:
@@ -259,10 +263,13 @@ def _install_sessions(broker: Broker, sessions: SessionService) -> None:
         broker.resume.sessions = sessions
 
 
-def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
+def build_broker(
+    config: Config, options: ServeOptions | None = None, *, clock: WallClock = SYSTEM_CLOCK
+) -> Broker:
     """The broker ``config`` and ``options`` describe, every part built and wired here: networks
     and their adapters, the account adapter, the bus and stores (Redis or memory), sessions and
-    approvals, access control, the operator API and console."""
+    approvals, access control, the operator API and console. ``clock``: the wall clock sessions,
+    tokens and approvals go by (the system's)."""
     given = options or ServeOptions()
     specs, default = network_specs(config)
     flags = _chain_import_flags(given)
@@ -315,7 +322,9 @@ def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
         bus=redis.bus if redis else None,
         ingest=given.role == "all" and redis is None,
     )
-    policy = ApprovalPolicy(given.approval or server.approval, timeout=server.approval_timeout)
+    policy = ApprovalPolicy(
+        given.approval or server.approval, timeout=server.approval_timeout, clock=clock
+    )
     sessions = broker.sessions = SessionService(
         broker.networks,
         broker.dispatcher,
@@ -325,12 +334,13 @@ def build_broker(config: Config, options: ServeOptions | None = None) -> Broker:
         changes=redis.changes if redis else None,
         policy=policy,
         max_expiry=timedelta(seconds=server.max_session_expiry),
+        clock=clock,
     )
     _install_sessions(broker, sessions)
     if redis is not None:
         redis.attach(broker, ingest=given.role == "all")
     if config.keys:
-        _install_access(broker, config, redis.client if redis else None)
+        _install_access(broker, config, redis.client if redis else None, clock)
     host = given.host or server.host
     token = given.admin_token or server.admin_token
     if token is None and is_loopback(host):
@@ -356,10 +366,11 @@ async def open_broker(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    clock: WallClock = SYSTEM_CLOCK,
 ) -> AsyncIterator[Broker]:
     """Build a broker, start its adapters and serve it on ``host``:``port`` (0: any free port,
     then ``broker.port``) until the block ends, then stop it gracefully."""
-    broker = build_broker(config, options)
+    broker = build_broker(config, options, clock=clock)
     await broker.start_adapters()
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, host, port)

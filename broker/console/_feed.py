@@ -18,7 +18,6 @@ Each connection has a bounded queue: a console that does not keep up is told so 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -157,7 +156,7 @@ class OperatorFeed:
         self._subscribers.add(subscriber)
         try:
             approvals = [p.describe() for p in self._sessions.policy.pending()]
-            now = datetime.now(UTC)
+            now = self._sessions.clock.now()
             stored = await self._sessions.store.list_sessions()
             sessions = [self._describe(s) for s in stored if not is_expired(s, now)]
         except BaseException:
