@@ -86,13 +86,16 @@ class FeedSubscriber:
 
 
 class OperatorFeed:
-    """Turns approval and session events into feed messages for every subscribed console."""
+    """Turns approval and session events into feed messages for every subscribed console.
+
+    The composition root tells it of them: :meth:`on_approval` (the approval policy's watcher),
+    :meth:`on_session_change` (the session service's) and :meth:`on_connection` (a hook of the
+    WebSocket connections, called after the session service's).
+    """
 
     def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
         self._subscribers: set[FeedSubscriber] = set()
-        sessions.policy.watch(self._on_approval)
-        sessions.watch_changes(self._on_session_change)
 
     @property
     def subscribers(self) -> int:
@@ -108,7 +111,7 @@ class OperatorFeed:
         count = self._sessions.connection_count(identity)
         self._publish({"type": "connections", **_identity_fields(identity), "count": count})
 
-    def _on_approval(self, pending: PendingApproval, outcome: Outcome | None) -> None:
+    def on_approval(self, pending: PendingApproval, outcome: Outcome | None) -> None:
         if not self._subscribers:
             return
         if outcome is None:
@@ -116,7 +119,7 @@ class OperatorFeed:
         else:
             self._publish({"type": "answered", "id": pending.id, "outcome": outcome})
 
-    def _on_session_change(self, change: SessionChange) -> None:
+    def on_session_change(self, change: SessionChange) -> None:
         if not self._subscribers:
             return
         session = decode_session(change.session) if change.session is not None else None

@@ -48,15 +48,17 @@ class SessionService:
         policy: ApprovalPolicy | None = None,
         max_expiry: timedelta = timedelta(days=7),
         clock: WallClock = SYSTEM_CLOCK,
+        process_id: str | None = None,
     ) -> None:
         """``clock``: the wall clock that sessions expire by (their expiries are wall-clock
-        times; the expiry checks run on trio's clock)."""
+        times; the expiry checks run on trio's clock); ``process_id``: this process in the
+        changes it publishes and in resume records (default: a new one)."""
         self.store = store or MemorySessionStore()
         self.changes = changes or MemoryChangeBus()
         self.policy = policy or ApprovalPolicy()
         self.clock = clock
         #: This process, in the changes it publishes (it skips the requester of its own).
-        self.process_id = uuid.uuid4().hex
+        self.process_id = process_id or uuid.uuid4().hex
         self._dapps = ConnectedDapps(linger=resume.window if resume is not None else 0.0)
         self._fanout = ChangeFanOut(
             self._dapps,

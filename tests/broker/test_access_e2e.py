@@ -349,6 +349,9 @@ async def test_a_websocket_token_in_the_query_expires_unless_renewed(
                 return signer.token(audience, now=node.now().timestamp(), **claims)
 
             assert (await try_upgrade(node.port, "/ws/v3/j")).status == 401
+            # Past the leeway, by the broker's clock: refused at the door.
+            gone = token("j", expires_in=-61)
+            assert (await try_upgrade(node.port, f"/ws/v3/j?token={gone}")).status == 401
             # The leeway admits a token 59 s past its expiry; the grace then closes it at once.
             stale = token("j", expires_in=-59)
             expiring = await RawWebSocket.connect(node.port, f"/ws/v3/j?token={stale}")
@@ -368,6 +371,8 @@ async def test_a_websocket_token_in_the_query_expires_unless_renewed(
                     assert renewed["expires"] > node.now().timestamp() + 60
                     bad = await kept.call("scopecast_refreshToken", [token("other")])
                     assert bad["error"]["code"] == -32001
+                    late = await kept.call("scopecast_refreshToken", [token("j", expires_in=-61)])
+                    assert late["error"]["code"] == -32001
                     # Past the first token's expiry and grace: the check that closes the other
                     # connection of that token (unrenewed) would have closed this one with it.
                     mock_clock.jump(1 + 0.5 + TOKEN_CHECK_INTERVAL)
