@@ -1,6 +1,6 @@
 """Ending the sessions of this process's dapps when they expire: a check every ``period``
 seconds (trio's clock) of the expiries the :class:`ConnectedDapps` tracker watches (wall-clock
-times, as sessions state them)."""
+times, as sessions state them, compared with the service's :class:`~broker.wall_clock.WallClock`)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,3 @@ class TrioWallClock:
 
     def now(self) -> datetime:
         return self.epoch + timedelta(seconds=trio.current_time())
-
-    def timestamp(self) -> float:
-        """The time now in Unix seconds (a token's ``exp`` is stated in them)."""
-        return self.now().timestamp()
