@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import hmac
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -115,7 +114,7 @@ class AdminApi:
     __call__ = respond  # the broker's admin responder
 
     async def _listSessions(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        now = datetime.now(UTC)
+        now = self._sessions.clock.now()
         sessions = await self._sessions.store.list_sessions()
         return [describe_session(s) for s in sessions if not is_expired(s, now)]
 

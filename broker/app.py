@@ -12,23 +12,18 @@ while it starts :mod:`broker.start_up`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
 import trio
 
-from broker import discover, stream_methods
 from broker.access import AccessControl, KeyAccess
-from broker.bus import EventBus, MemoryBus
-from broker.chain_calls import CachedChainCalls
-from broker.connections import ConnectionHook, Connections
-from broker.discover import ADMIN_METHODS
-from broker.dispatch import CallContext, Dispatcher
+from broker.connections import Connections
+from broker.core import Core
+from broker.dispatch import CallContext
 from broker.errors import ServerError, Unauthenticated
-from broker.event_path import EventPath, chain_families
-from broker.filters import FilterRegistry, adapters_get_logs
 from broker.http import (
     JSON_HEADERS,
     ConnectionDeadlines,
@@ -40,15 +35,9 @@ from broker.http import (
     json_error,
 )
 from broker.http_reactor import HttpReactor
-from broker.limits import Limits
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from broker.metrics import Metrics
-from broker.networks import Networks
-from broker.response_cache import ResponseStore
-from broker.resume import MemoryResumeStore, ResumeKeeper
 from broker.routing import Endpoint, route
 from broker.start_up import answer_not_ready, holding, is_loopback
-from broker.subscriptions import SubscriptionHub
 from schemas.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -93,103 +82,54 @@ _NOT_PLAIN: Final = object()
 
 
 class Broker:
-    """Everything one scopecast process serves.
+    """Everything one scopecast process serves, on one port.
 
-    It builds the core it cannot serve without (the dispatcher, the subscription hub, polled
-    filters, resume, the event path, the WebSocket connections); the composition root
-    (:mod:`broker.compose`) adds the rest through :meth:`add_service`, :meth:`add_resource`,
-    :meth:`on_connect` and :meth:`on_disconnect`.
+    It builds nothing of its own but the HTTP connections' deadlines and reactor: the
+    composition root (:mod:`broker.compose`) builds the core (:class:`~broker.core.Core`), the
+    WebSocket connections over it, the services that run beside them (sessions, access control)
+    and the resources they hold open (Redis), and hands them in.
     """
 
     def __init__(
         self,
-        networks: Networks,
+        core: Core,
+        connections: Connections,
         *,
         api_keys: Collection[str] = (),
-        limits: Limits | None = None,
-        bus: EventBus | None = None,
-        ingest: bool = True,
+        services: Sequence[Service] = (),
+        resources: Sequence[AbstractAsyncContextManager[object]] = (),
+        shutdown: trio.Event | None = None,
+        access: AccessControl | None = None,
+        admin: AdminResponder | None = None,
+        console: ConsoleResponder | None = None,
+        sessions: SessionService | None = None,
     ) -> None:
-        self.networks = networks
-        self.limits = limits or Limits()
-        self.metrics = Metrics()
-        store = ResponseStore(self.limits.response_cache) if self.limits.response_cache else None
-        self.dispatcher = Dispatcher(networks, self.metrics, cache=CachedChainCalls(store))
-        if store is not None:
-            self.metrics.watch_response_cache(store)
+        """``resources`` are held open while serving, entered before the services start and
+        left after (a Redis client, which coredis wants entered by a task that outlives every
+        task using it); the core's event path then starts, then ``services`` in order
+        (``service(nursery)`` returns once started); ``shutdown`` is set when the graceful stop
+        begins (:meth:`shutdown`)."""
+        self.networks = core.networks
+        self.dispatcher = core.dispatcher
+        self.metrics = core.metrics
+        self.limits = core.limits
+        self.hub = core.hub
+        self.bus = core.bus
+        self.connections = connections
         self.api_keys = frozenset(api_keys) or frozenset({DEV_API_KEY})
         self.dev_mode = not api_keys
-        self.admin: AdminResponder | None = None
-        self.console: ConsoleResponder | None = None
         #: The ``[keys.*]`` rules and limits (None: no key has any).
-        self.access: AccessControl | None = None
-        self.sessions: SessionService | None = None
+        self.access = access
+        self.admin = admin
+        self.console = console
+        self.sessions = sessions
         self.port: int | None = None
-        self._services: list[Service] = []
-        self._resources: list[AbstractAsyncContextManager[object]] = []
-        self._shutdown = trio.Event()
+        self._services = (core.events.start, *services)
+        self._resources = list(resources)
+        self._shutdown = shutdown if shutdown is not None else trio.Event()
         self._started = False
-        self.bus = bus or MemoryBus(window=self.limits.resume_window)
-        self.hub = SubscriptionHub(self.metrics)
-        window = self.limits.resume_window
-        # The chain families' events (Solana's) stay in this process, on a log per chain.
-        family_logs = chain_families(networks, self.hub, window=window)
-        #: Cursors and resume (None when ``resume_window`` is 0); its store is replaced by a
-        #: Redis one in a Redis deployment.
-        self.resume: ResumeKeeper | None = None
-        if window > 0:
-            self.resume = ResumeKeeper(self.hub, self.bus, MemoryResumeStore(), window=window)
-            self.resume.family_logs = family_logs
-        self.filters = FilterRegistry(adapters_get_logs(networks))
-        self.connections = Connections(
-            self.dispatcher, self.limits, self.metrics, resume=self.resume
-        )
-        self.connections.on_disconnect(self.hub.drop_connection)
-        stream_methods.install(self.dispatcher, self.hub, self.filters)
-        self.dispatcher.register("rpc.discover", self._discover)
-        self._documents: dict[str, bytes] = {}
-        events = EventPath(
-            networks,
-            self.bus,
-            self.hub,
-            self.filters,
-            self.dispatcher.cache.epochs,
-            self.metrics,
-            family_logs=family_logs,
-            resume=self.resume,
-            ingest=ingest,
-        )
-        self.add_service(events.start)
         self.http_deadlines = ConnectionDeadlines()
         self.http_reactor = HttpReactor()
-
-    # -- composition --------------------------------------------------------------------------
-
-    def add_service(self, service: Service) -> None:
-        """Run ``service(nursery)`` while the broker serves."""
-        self._services.append(service)
-
-    def add_resource(self, resource: AbstractAsyncContextManager[object]) -> None:
-        """Hold ``resource`` open while serving: entered before the services start, left after."""
-        # A Redis client (coredis) must be entered by a task that outlives every task using it.
-        self._resources.append(resource)
-
-    def on_connect(self, hook: ConnectionHook) -> None:
-        """Call ``hook`` for every new WebSocket connection (before its first message)."""
-        self.connections.on_connect(hook)
-
-    def on_disconnect(self, hook: ConnectionHook) -> None:
-        """Call ``hook`` for every WebSocket connection that ended."""
-        self.connections.on_disconnect(hook)
-
-    async def _discover(self, ctx: CallContext, params: msgspec.Raw) -> msgspec.Raw:
-        """``rpc.discover``: built once per network (the method set is fixed once serving)."""
-        document = self._documents.get(ctx.network.name)
-        if document is None:
-            admin = ADMIN_METHODS if self.admin is not None else ()
-            document = msgspec.json.encode(discover.document(self.dispatcher, ctx.network, admin))
-            self._documents[ctx.network.name] = document
-        return msgspec.Raw(document)
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 import trio
@@ -20,6 +20,7 @@ import trio
 from adapters.base import SigningRequest
 from broker.errors import InvalidParams, UserRejected
 from broker.sessions import Identity, SessionRequest
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from schemas.caip import ScopeObject, normalize_address, parse_account_id
 
 log = logging.getLogger(__name__)
@@ -124,9 +125,18 @@ ApprovalWatcher = Callable[[PendingApproval, Outcome | None], None]
 class ApprovalPolicy:
     """Decides on sessions and signatures, at once (auto) or through the operator (manual)."""
 
-    def __init__(self, mode: Literal["auto", "manual"] = "auto", *, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        mode: Literal["auto", "manual"] = "auto",
+        *,
+        timeout: float = 300.0,
+        clock: WallClock = SYSTEM_CLOCK,
+    ) -> None:
+        """``clock`` dates the requests (the operator sees when each stops waiting); the wait
+        itself runs on trio's clock."""
         self.mode = mode
         self.timeout = timeout
+        self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
         self._ids = itertools.count(1)
         self._watchers: list[ApprovalWatcher] = []
@@ -183,7 +193,7 @@ class ApprovalPolicy:
     async def _park(
         self, kind: Literal["session", "signature"], identity: Identity, summary: dict[str, Any]
     ) -> PendingApproval:
-        now = datetime.now(UTC)
+        now = self._clock.now()
         pending = PendingApproval(
             id=str(next(self._ids)),
             kind=kind,

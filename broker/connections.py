@@ -5,7 +5,7 @@ ends, with the hooks of whoever follows them (sessions, the console, access cont
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 from urllib.parse import unquote
 
@@ -50,14 +50,18 @@ class Connections:
         metrics: Metrics,
         *,
         resume: ResumeKeeper | None,
+        on_connect: Sequence[ConnectionHook] = (),
+        on_disconnect: Sequence[ConnectionHook] = (),
     ) -> None:
+        """``on_connect`` hooks are called, in order, with every new connection (before its
+        first message); ``on_disconnect`` hooks with every connection that ended."""
         self._dispatcher = dispatcher
         self._limits = limits
         self._metrics = metrics
         self._resume = resume
         self._open: set[WebSocketConnection] = set()
-        self._connect_hooks: list[ConnectionHook] = []
-        self._disconnect_hooks: list[ConnectionHook] = []
+        self._connect_hooks = tuple(on_connect)
+        self._disconnect_hooks = tuple(on_disconnect)
         self._handlers: trio.Nursery | None = None
 
     def __len__(self) -> int:
@@ -66,14 +70,6 @@ class Connections:
     def __iter__(self) -> Iterator[WebSocketConnection]:
         """A snapshot of the open connections."""
         return iter(list(self._open))
-
-    def on_connect(self, hook: ConnectionHook) -> None:
-        """Call ``hook`` for every new connection (before its first message)."""
-        self._connect_hooks.append(hook)
-
-    def on_disconnect(self, hook: ConnectionHook) -> None:
-        """Call ``hook`` for every connection that ended."""
-        self._disconnect_hooks.append(hook)
 
     def run_in(self, handlers: trio.Nursery) -> None:
         """Run the connections' calls and flushers in ``handlers``, the server's nursery of

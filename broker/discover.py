@@ -22,7 +22,7 @@ from adapters.evm.openrpc import ref
 from schemas import caip
 
 if TYPE_CHECKING:
-    from broker.dispatch import Dispatcher
+    from broker.dispatch import CallContext, Dispatcher
     from broker.networks import Network
 
 OPENRPC_VERSION: Final = "1.3.2"
@@ -278,3 +278,21 @@ def document(dispatcher: Dispatcher, network: Network, admin: Iterable[str]) -> 
         "methods": methods,
         "components": {"schemas": components},
     }
+
+
+class DiscoverMethod:
+    """The ``rpc.discover`` handler: each network's document built once, at its first call (the
+    method set is fixed once serving)."""
+
+    def __init__(self, dispatcher: Dispatcher, *, operator_api: bool) -> None:
+        """``operator_api``: the operator API is served (its methods are listed)."""
+        self._dispatcher = dispatcher
+        self._admin: Iterable[str] = ADMIN_METHODS if operator_api else ()
+        self._documents: dict[str, bytes] = {}
+
+    async def __call__(self, ctx: CallContext, params: msgspec.Raw) -> msgspec.Raw:
+        found = self._documents.get(ctx.network.name)
+        if found is None:
+            found = msgspec.json.encode(document(self._dispatcher, ctx.network, self._admin))
+            self._documents[ctx.network.name] = found
+        return msgspec.Raw(found)

@@ -30,6 +30,7 @@ from broker.access._policy import Rate, Taken, origin_allowed, retry_after_secon
 from broker.access._tokens import Claims, verify_token
 from broker.dispatch import CallContext
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Upgrade, json_error
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from broker.websocket import WebSocketConnection
 from schemas.errors import (
     AccessDenied,
@@ -129,12 +130,16 @@ class AccessControl:
         *,
         when_down: WhenDown = "open",
         token_grace: float = 30.0,
+        clock: WallClock = SYSTEM_CLOCK,
     ) -> None:
+        """``clock``: the wall clock tokens are checked by (``exp`` is wall-clock time), when
+        they are presented and every ``TOKEN_CHECK_INTERVAL`` (trio's clock) on open sockets."""
         self.policies = dict(policies)
         self.limiter = limiter
         self.metrics = metrics
         self.when_down = when_down
         self.token_grace = token_grace
+        self._clock = clock
         self._watched: dict[WebSocketConnection, KeyAccess] = {}
         self._down_logged = -math.inf
 
@@ -142,6 +147,10 @@ class AccessControl:
     def uses_tokens(self) -> bool:
         """Whether some key takes tokens (then WebSockets are watched for their expiry)."""
         return any(p.token_key is not None for p in self.policies.values())
+
+    def _now(self) -> float:
+        """The wall clock's time in Unix seconds, as tokens state it."""
+        return self._clock.now().timestamp()
 
     # -- at the door ----------------------------------------------------------------------------
 
@@ -177,7 +186,7 @@ class AccessControl:
                 )
                 return self._refuse(policy, "token", 401, error)
             try:
-                claims = verify_token(token, policy.token_key, policy.name)
+                claims = verify_token(token, policy.token_key, policy.name, now=self._now())
             except Unauthenticated as exc:
                 return self._refuse(policy, "token", 401, exc)
             if not origin_allowed(claims.origins, origin):
@@ -278,7 +287,7 @@ class AccessControl:
     async def _close_expired(self) -> None:
         while True:
             await trio.sleep(TOKEN_CHECK_INTERVAL)
-            for conn in self.expired(time.time()):
+            for conn in self.expired(self._now()):
                 self.unwatch(conn)
                 conn.close(CLOSE_TOKEN_EXPIRED, "token expired")
 
@@ -293,7 +302,7 @@ class AccessControl:
             raise InvalidParams(f"{REFRESH_METHOD} takes one parameter: the token")
         key = access.policy.token_key
         assert key is not None
-        claims = verify_token(args[0], key, access.policy.name)
+        claims = verify_token(args[0], key, access.policy.name, now=self._now())
         if not origin_allowed(claims.origins, access.origin):
             raise _origin_denied(access.origin)
         access.claims = claims

@@ -3,9 +3,13 @@
 A key's ``jwt_public_key`` fixes the one algorithm a token may use (RS256 for an RSA key, ES256 for
 a P-256 key): ``alg: none`` and HS256 signed with the public key as the secret (the classic
 confusion) are refused before any signature is looked at. ``exp`` and ``aud`` are required, ``aud``
-must be the key, and ``exp``/``nbf`` get ``LEEWAY`` seconds for clocks that disagree. The token may
-narrow the key's rules with ``origins`` and ``methods`` claims (the same syntax as the key's): a
-request must pass both, so a token never widens what the key allows.
+must be the key, and ``exp``/``nbf``/``iat`` get ``LEEWAY`` seconds for clocks that disagree. The
+token may narrow the key's rules with ``origins`` and ``methods`` claims (the same syntax as the
+key's): a request must pass both, so a token never widens what the key allows.
+
+PyJWT checks the signature, the algorithm, the audience and that the claims are there; the time
+claims are compared here with the ``now`` the caller gives (PyJWT would read the system's clock,
+and the broker's wall clock is given to it: :mod:`broker.wall_clock`), as PyJWT compares them.
 """
 
 from __future__ import annotations
@@ -63,19 +67,48 @@ def _string_list(payload: dict[str, Any], claim: str) -> list[str] | None:
     return value
 
 
-def verify_token(token: str, key: TokenKey, audience: str) -> Claims:
-    """The claims of ``token`` for the key named ``audience``; raises :class:`Unauthenticated`."""
+#: The time claims, as PyJWT names them in its errors.
+_TIME_CLAIMS: Final = {"exp": "Expiration Time", "nbf": "Not Before", "iat": "Issued At"}
+
+
+def _whole_seconds(payload: dict[str, Any], claim: str) -> int:
+    try:
+        return int(payload[claim])
+    except (ValueError, TypeError, OverflowError):
+        name = _TIME_CLAIMS[claim]
+        raise Unauthenticated(
+            f"invalid token: {name} claim ({claim}) must be an integer."
+        ) from None
+
+
+def _check_times(payload: dict[str, Any], now: float) -> None:
+    """Refuse a token expired at ``now`` (Unix seconds), or not valid yet, beyond ``LEEWAY``."""
+    if _whole_seconds(payload, "exp") <= now - LEEWAY:
+        raise Unauthenticated("invalid token: Signature has expired")
+    for claim in ("nbf", "iat"):
+        if claim in payload and _whole_seconds(payload, claim) > now + LEEWAY:
+            raise Unauthenticated(f"invalid token: The token is not yet valid ({claim})")
+
+
+def verify_token(token: str, key: TokenKey, audience: str, *, now: float) -> Claims:
+    """The claims of ``token`` for the key named ``audience`` at ``now`` (Unix seconds); raises
+    :class:`Unauthenticated`."""
     try:
         payload = jwt.decode(
             token,
             key.key,
             algorithms=[key.algorithm],
             audience=audience,
-            leeway=LEEWAY,
-            options={"require": ["exp", "aud"]},
+            options={
+                "require": ["exp", "aud"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
         )
     except jwt.PyJWTError as exc:
         raise Unauthenticated(f"invalid token: {exc}") from None
+    _check_times(payload, now)
     origins = _string_list(payload, "origins")
     methods = _string_list(payload, "methods")
     try:

@@ -9,8 +9,7 @@ client that sends no ``Origin``, like a script) may open it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable
 
 import trio
 from wsproto.utilities import ProtocolError as WsHandshakeError
@@ -22,20 +21,6 @@ from broker.console._feed_connection import FeedConnection
 from broker.errors import Unauthorized
 from broker.http import HttpRequest, HttpResponse, Upgrade, json_error
 from broker.ws_protocol import accept_handshake
-
-if TYPE_CHECKING:
-    from broker.session_service import SessionService
-    from broker.websocket import WebSocketConnection
-
-
-class ConsoleHost(Protocol):
-    """What the console uses of the broker (the broker is one)."""
-
-    def on_connect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
-
-    def on_disconnect(self, hook: Callable[[WebSocketConnection], None]) -> None: ...
-
-    async def wait_stopping(self) -> None: ...
 
 
 def same_origin(request: HttpRequest) -> bool:
@@ -51,15 +36,19 @@ class OperatorConsole:
     """Serves the console page and the operator feed beside the operator API."""
 
     def __init__(
-        self, host: ConsoleHost, sessions: SessionService, admin: AdminApi, *, dev_token: bool
+        self,
+        feed: OperatorFeed,
+        admin: AdminApi,
+        *,
+        dev_token: bool,
+        stopping: Callable[[], Awaitable[None]],
     ) -> None:
-        """``dev_token``: the operator API opens with the public dev token (loopback only)."""
-        self._host = host
+        """``dev_token``: the operator API opens with the public dev token (loopback only);
+        ``stopping`` returns once the broker's graceful stop has begun."""
+        self.feed = feed
         self._admin = admin
         self._dev_token = dev_token
-        self.feed = OperatorFeed(sessions)
-        host.on_connect(self.feed.on_connection)
-        host.on_disconnect(self.feed.on_connection)
+        self._stopping = stopping
 
     def page(self, request: HttpRequest, file: str | None) -> HttpResponse:
         """``GET /console`` or one of its files."""
@@ -92,7 +81,7 @@ class OperatorConsole:
                 self._admin.accepts,
                 signed_in=signed_in,
                 dev_token=self._dev_token,
-                stopping=self._host.wait_stopping,
+                stopping=self._stopping,
             )
             await connection.serve(trailing)
 

@@ -18,7 +18,6 @@ Each connection has a bounded queue: a console that does not keep up is told so 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -87,13 +86,16 @@ class FeedSubscriber:
 
 
 class OperatorFeed:
-    """Turns approval and session events into feed messages for every subscribed console."""
+    """Turns approval and session events into feed messages for every subscribed console.
+
+    The composition root tells it of them: :meth:`on_approval` (the approval policy's watcher),
+    :meth:`on_session_change` (the session service's) and :meth:`on_connection` (a hook of the
+    WebSocket connections, called after the session service's).
+    """
 
     def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
         self._subscribers: set[FeedSubscriber] = set()
-        sessions.policy.watch(self._on_approval)
-        sessions.watch_changes(self._on_session_change)
 
     @property
     def subscribers(self) -> int:
@@ -109,7 +111,7 @@ class OperatorFeed:
         count = self._sessions.connection_count(identity)
         self._publish({"type": "connections", **_identity_fields(identity), "count": count})
 
-    def _on_approval(self, pending: PendingApproval, outcome: Outcome | None) -> None:
+    def on_approval(self, pending: PendingApproval, outcome: Outcome | None) -> None:
         if not self._subscribers:
             return
         if outcome is None:
@@ -117,7 +119,7 @@ class OperatorFeed:
         else:
             self._publish({"type": "answered", "id": pending.id, "outcome": outcome})
 
-    def _on_session_change(self, change: SessionChange) -> None:
+    def on_session_change(self, change: SessionChange) -> None:
         if not self._subscribers:
             return
         session = decode_session(change.session) if change.session is not None else None
@@ -157,7 +159,7 @@ class OperatorFeed:
         self._subscribers.add(subscriber)
         try:
             approvals = [p.describe() for p in self._sessions.policy.pending()]
-            now = datetime.now(UTC)
+            now = self._sessions.clock.now()
             stored = await self._sessions.store.list_sessions()
             sessions = [self._describe(s) for s in stored if not is_expired(s, now)]
         except BaseException:

@@ -83,7 +83,11 @@ class _Incomplete(Exception):
 
 
 class ResumeKeeper:
-    """Cursors, records and replays for one process's connections."""
+    """Cursors, records and replays for one process's connections.
+
+    It is the hub's :class:`~broker.subscriptions.CursorKeeper` (:meth:`state_for`,
+    :meth:`changed`, :meth:`keep`); the composition root gives it to the hub.
+    """
 
     def __init__(
         self,
@@ -93,23 +97,27 @@ class ResumeKeeper:
         *,
         window: float,
         process_id: str = "",
+        changes: SessionChangeBus | None = None,
+        family_logs: dict[str, MemoryLog[FamilyEvent]] | None = None,
     ) -> None:
+        """``process_id`` names this process in records (``<process>:<connection id>``);
+        ``changes``: the session change bus, whose changes a resume replays (None: no
+        sessions); ``family_logs``: the in-process logs of the chain families' events, by
+        chain."""
         self.hub = hub
         self.bus = bus
         self.store = store
         self.window = window
         self.process_id = process_id
-        self.changes: SessionChangeBus | None = None
+        self.changes = changes
+        #: The session side of a replay (the session service, which uses this keeper in turn:
+        #: the composition root links the two; None: no sessions).
         self.sessions: SessionReplay | None = None
-        #: The in-process logs of the chain families' events, by chain.
-        self.family_logs: dict[str, MemoryLog[FamilyEvent]] = {}
+        self.family_logs = family_logs or {}
         self.positions: FeedPositions = hub.positions
         self._owners: dict[str, WebSocketConnection] = {}
         self._dirty: set[WebSocketConnection] = set()
         self._wake = trio.Event()
-        hub.resume_state = self._state_for_chain
-        hub.on_change = self._mark
-        hub.before_attach = self._keep
 
     # -- cursors ----------------------------------------------------------------------------------
 
@@ -122,7 +130,7 @@ class ResumeKeeper:
         state.follow(CHANGES)
         conn.state[_STATE] = state
         self._owners[state.token] = conn
-        self._mark(conn)
+        self.changed(conn)
         return state
 
     def cursor(self, conn: WebSocketConnection) -> bytes:
@@ -133,15 +141,17 @@ class ResumeKeeper:
         found = conn.state.get(_STATE)
         return found.cursor().decode() if isinstance(found, ResumeState) else None
 
-    def _state_for_chain(self, conn: Subscriber, chain: str) -> ResumeState:
+    def state_for(self, conn: Subscriber, chain: str) -> ResumeState:
+        """``conn``'s resume state, which now follows ``chain`` (the hub asks as it attaches)."""
         state = self.state(conn)  # type: ignore[arg-type]  # the hub's subscribers are ours
         if state.follow(chain):
-            self._mark(conn)
+            self.changed(conn)
         return state
 
     # -- records ----------------------------------------------------------------------------------
 
-    def _mark(self, conn: Subscriber) -> None:
+    def changed(self, conn: Subscriber) -> None:
+        """``conn``'s subscriptions changed: its record is written again soon."""
         self._dirty.add(conn)  # type: ignore[arg-type]
         self._wake.set()
 
@@ -169,10 +179,10 @@ class ResumeKeeper:
         except Exception as exc:  # a store outage must not fail the call that changed the record
             log.warning("could not save resume record %s…: %s", token[:6], exc)
 
-    async def _keep(self, sub: Subscription) -> None:
+    async def keep(self, sub: Subscription) -> None:
         """Write the record of ``sub``'s connection as it will be once ``sub`` is attached."""
         conn: WebSocketConnection = sub.conn  # type: ignore[assignment]  # the hub's are ours
-        state = self._state_for_chain(conn, sub.chain)
+        state = self.state_for(conn, sub.chain)
         record = self._record(conn, state)
         record = msgspec.structs.replace(
             record,
@@ -271,7 +281,7 @@ class ResumeKeeper:
         state.pinned = None
         for sub in subs:
             self.hub.attach(sub)
-        self._mark(conn)
+        self.changed(conn)
         return replayed, complete
 
     def _parse_subscriptions(

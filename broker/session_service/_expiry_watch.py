@@ -1,11 +1,10 @@
 """Ending the sessions of this process's dapps when they expire: a check every ``period``
 seconds (trio's clock) of the expiries the :class:`ConnectedDapps` tracker watches (wall-clock
-times, as sessions state them)."""
+times, as sessions state them, compared with the service's :class:`~broker.wall_clock.WallClock`)."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Final
 
 import trio
@@ -13,6 +12,7 @@ import trio
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.session_service._connected import ConnectedDapps
 from broker.sessions import Session, SessionStore, is_expired
+from broker.wall_clock import WallClock
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +29,11 @@ class ExpiryWatch:
         store: SessionStore,
         changes: SessionChangeBus,
         *,
+        clock: WallClock,
         period: float = EXPIRY_CHECK,
     ) -> None:
         self._dapps = dapps
+        self._clock = clock
         self._store = store
         self._changes = changes
         #: Seconds between two checks (the first one waits that long too).
@@ -81,7 +83,7 @@ class ExpiryWatch:
     async def _end_expired(self) -> list[Exception]:
         """End the expired sessions of the identities connected here; the ends that failed."""
         failures: list[Exception] = []
-        now = datetime.now(UTC)
+        now = self._clock.now()
         tracker = self._dapps.tracker
 
         def ended(current: Session | None) -> tuple[Session | None, Session | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -25,6 +24,7 @@ from broker.sessions import (
     is_notification_granted,
 )
 from broker.sessions.dialects import changed_params
+from broker.wall_clock import WallClock
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
@@ -45,12 +45,14 @@ class ChangeFanOut:
         *,
         resume: ResumeKeeper | None,
         process_id: str,
+        clock: WallClock,
     ) -> None:
         self._dapps = dapps
         self._changes = changes
         self._hub = hub
         self._resume = resume
         self._process_id = process_id
+        self._clock = clock
         self._watchers: list[Callable[[SessionChange], None]] = []
 
     def watch(self, watcher: Callable[[SessionChange], None]) -> None:
@@ -135,7 +137,7 @@ class ChangeFanOut:
             messages.append((position, notification_bytes("wallet_sessionChanged", params)))
         if not changed:
             return messages, None
-        now = datetime.now(UTC)
+        now = self._clock.now()
 
         def keep(scope: str, notification: str) -> bool:
             return is_notification_granted(final, scope, notification, now=now)
@@ -144,7 +146,7 @@ class ChangeFanOut:
 
     def prune(self, conn: Any, session: Session | None) -> None:
         """End ``conn``'s session subscriptions that ``session`` no longer grants."""
-        now = datetime.now(UTC)
+        now = self._clock.now()
         self._hub.drop_where(
             conn,
             lambda sub: (

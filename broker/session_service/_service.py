@@ -20,6 +20,7 @@ from broker.session_service._expiry_watch import ExpiryWatch
 from broker.session_service._fanout import ChangeFanOut
 from broker.session_service._wallet_methods import WalletMethods
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
 
 if TYPE_CHECKING:
     from broker.resume import ResumeKeeper
@@ -46,15 +47,26 @@ class SessionService:
         changes: SessionChangeBus | None = None,
         policy: ApprovalPolicy | None = None,
         max_expiry: timedelta = timedelta(days=7),
+        clock: WallClock = SYSTEM_CLOCK,
+        process_id: str | None = None,
     ) -> None:
+        """``clock``: the wall clock that sessions expire by (their expiries are wall-clock
+        times; the expiry checks run on trio's clock); ``process_id``: this process in the
+        changes it publishes and in resume records (default: a new one)."""
         self.store = store or MemorySessionStore()
         self.changes = changes or MemoryChangeBus()
         self.policy = policy or ApprovalPolicy()
+        self.clock = clock
         #: This process, in the changes it publishes (it skips the requester of its own).
-        self.process_id = uuid.uuid4().hex
+        self.process_id = process_id or uuid.uuid4().hex
         self._dapps = ConnectedDapps(linger=resume.window if resume is not None else 0.0)
         self._fanout = ChangeFanOut(
-            self._dapps, self.changes, hub, resume=resume, process_id=self.process_id
+            self._dapps,
+            self.changes,
+            hub,
+            resume=resume,
+            process_id=self.process_id,
+            clock=clock,
         )
         self._wallet = WalletMethods(
             networks,
@@ -65,8 +77,9 @@ class SessionService:
             store=self.store,
             policy=self.policy,
             max_expiry=max_expiry,
+            clock=clock,
         )
-        self._expiry = ExpiryWatch(self._dapps, self.store, self.changes)
+        self._expiry = ExpiryWatch(self._dapps, self.store, self.changes, clock=clock)
 
     # -- wiring (the composition root) ------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -46,6 +46,7 @@ from broker.sessions import (
 )
 from broker.sessions.dialects import create_result, get_result
 from broker.stream_methods import EVM_STREAM_METHODS
+from broker.wall_clock import WallClock
 
 if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUBSCRIPTION_NOTIFICATION: Final = "eth_subscription"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _identity(ctx: CallContext) -> Identity:
@@ -77,6 +74,7 @@ class WalletMethods:
         store: SessionStore,
         policy: ApprovalPolicy,
         max_expiry: timedelta,
+        clock: WallClock,
     ) -> None:
         self._networks = networks
         self._dispatcher = dispatcher
@@ -86,6 +84,7 @@ class WalletMethods:
         self._store = store
         self._policy = policy
         self._max_expiry = max_expiry
+        self._clock = clock
 
     def handlers(self) -> dict[str, Handler]:
         """The methods, by name, for the dispatcher."""
@@ -124,7 +123,7 @@ class WalletMethods:
 
     async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         identity = _identity(ctx)
-        request = parse_create_session(params, now=_now())
+        request = parse_create_session(params, now=self._clock.now())
         try:
             offer = apply_support(request, self.supported)
             decision = await self._policy.decide_session(identity, offer, self._held)
@@ -133,7 +132,7 @@ class WalletMethods:
                 identity=identity,
                 supported=self.supported,
                 accounts=decision.accounts,
-                now=_now(),
+                now=self._clock.now(),
                 max_expiry=self._max_expiry,
                 keep=decision.scopes,
             )
@@ -149,7 +148,7 @@ class WalletMethods:
         return create_result(session)
 
     async def _get(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        now = _now()
+        now = self._clock.now()
         identity = _identity(ctx)
         return get_result(await self._current(identity, now), now, self._dapps.dialect(identity))
 
@@ -158,7 +157,7 @@ class WalletMethods:
         return True
 
     async def _invoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        now = _now()
+        now = self._clock.now()
         request = parse_invoke_method(params)
         session = await self._current(_identity(ctx), now)
         authorize_invoke(session, request, now=now)

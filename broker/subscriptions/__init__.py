@@ -10,5 +10,6 @@ from broker.subscriptions._evm import LOGS as LOGS
 from broker.subscriptions._evm import NEW_HEADS as NEW_HEADS
 from broker.subscriptions._hub import SubscriptionHub as SubscriptionHub
 from broker.subscriptions._model import MAX_PER_CONNECTION as MAX_PER_CONNECTION
+from broker.subscriptions._model import CursorKeeper as CursorKeeper
 from broker.subscriptions._model import Subscriber as Subscriber
 from broker.subscriptions._model import Subscription as Subscription

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from adapters.base import SubscriptionFamily
-from broker.cursors import FeedPositions, ResumeState
+from broker.cursors import FeedPositions
 from broker.errors import InvalidParams, MethodNotFound, ServerError
 from broker.events import FamilyEvent, HeadEvent, HubEvent, LogsEvent
 from broker.metrics import Metrics
@@ -20,6 +20,8 @@ from broker.subscriptions._evm import EvmIndex, matching_logs, parse_subscribe, 
 from broker.subscriptions._frames import notification_frames
 from broker.subscriptions._model import (
     MAX_PER_CONNECTION,
+    CursorKeeper,
+    NoCursors,
     Subscriber,
     Subscription,
     connection_subs,
@@ -66,13 +68,9 @@ class SubscriptionHub:
         self._family_ids = itertools.count(1)
         #: The position delivered last on each chain (a cursor is built from them).
         self.positions = positions or FeedPositions()
-        #: The cursor source of a connection subscribing to a chain (None: no cursors); set by
-        #: :class:`broker.resume.ResumeKeeper`.
-        self.resume_state: Callable[[Subscriber, str], ResumeState | None] = _no_cursor
-        #: Called when a connection's subscriptions changed (its resume record is stale).
-        self.on_change: Callable[[Subscriber], None] = _ignore
-        #: Awaited with a new subscription before it is attached (to keep its resume record).
-        self.before_attach: Callable[[Subscription], Awaitable[None]] = _nothing_to_keep
+        #: Cursors and resume records (the resume keeper, which uses the hub in turn: the
+        #: composition root, :mod:`broker.compose`, links the two).
+        self.cursors: CursorKeeper = NoCursors()
 
     # -- managing subscriptions -----------------------------------------------------------------
 
@@ -95,7 +93,7 @@ class SubscriptionHub:
 
     async def _keep_and_attach(self, sub: Subscription) -> None:
         self._check_room(sub.conn)
-        await self.before_attach(sub)
+        await self.cursors.keep(sub)
         self._check_room(sub.conn)
         self.attach(sub, kept=True)
 
@@ -177,23 +175,23 @@ class SubscriptionHub:
         if family.methods[sub.method] != method:
             raise InvalidParams("Invalid subscription id.")
         self._remove(subs, sub)
-        self.on_change(conn)
+        self.cursors.changed(conn)
         return True
 
     def attach(self, sub: Subscription, *, kept: bool = False) -> None:
         """Start delivering to ``sub`` (replacing a subscription of its connection with its id);
-        ``kept``: :attr:`before_attach` kept it already (no change to report)."""
+        ``kept``: :attr:`cursors` kept it already (no change to report)."""
         subs = connection_subs(sub.conn)
         previous = subs.get(sub.id)
         if previous is not None:
             self._remove(subs, previous)
-        sub.resume = self.resume_state(sub.conn, sub.chain)
+        sub.resume = self.cursors.state_for(sub.conn, sub.chain)
         subs[sub.id] = sub
         self._chains[sub.chain].add(sub)
         self._count += 1
         self._metrics.subscriptions.labels(sub.kind).inc()
         if not kept:
-            self.on_change(sub.conn)
+            self.cursors.changed(sub.conn)
 
     def subscriptions_of(self, conn: Subscriber) -> list[Subscription]:
         """The subscriptions of ``conn``, oldest first."""
@@ -206,7 +204,7 @@ class SubscriptionHub:
         if sub is None or sub.scope != scope or sub.matcher is not None:
             raise ServerError("subscription not found")
         self._remove(subs, sub)
-        self.on_change(conn)
+        self.cursors.changed(conn)
         return True
 
     def drop_connection(self, conn: Subscriber) -> None:
@@ -220,7 +218,7 @@ class SubscriptionHub:
         for sub in ending:
             self._remove(subs, sub)
         if ending:
-            self.on_change(conn)
+            self.cursors.changed(conn)
         return len(ending)
 
     def held(self, conn: Subscriber) -> int:
@@ -315,7 +313,7 @@ class SubscriptionHub:
                     taken = connection_subs(sub.conn)
                     if taken.get(sub.id) is sub:
                         self._remove(taken, sub)
-                        self.on_change(sub.conn)
+                        self.cursors.changed(sub.conn)
         return sent
 
     def _deliver_logs(self, index: _ChainIndex, event: LogsEvent) -> int:
@@ -327,15 +325,3 @@ class SubscriptionHub:
         for matching, payload in matching_logs(index, event):
             sent += self._deliver(matching, payload)
         return sent
-
-
-def _no_cursor(conn: Subscriber, chain: str) -> None:
-    return None
-
-
-def _ignore(conn: Subscriber) -> None:
-    return None
-
-
-async def _nothing_to_keep(sub: Subscription) -> None:
-    return None

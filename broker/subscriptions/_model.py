@@ -73,6 +73,36 @@ class Subscription:
         self.resume: ResumeState | None = None
 
 
+class CursorKeeper(Protocol):
+    """What the hub tells of its subscriptions so that connections can resume
+    (:class:`broker.resume.ResumeKeeper`)."""
+
+    def state_for(self, conn: Subscriber, chain: str) -> ResumeState | None:
+        """The cursor source of ``conn``, which now follows ``chain`` (None: no cursors)."""
+        ...
+
+    def changed(self, conn: Subscriber) -> None:
+        """``conn``'s subscriptions changed (its resume record is stale)."""
+        ...
+
+    async def keep(self, sub: Subscription) -> None:
+        """Keep ``sub`` (its connection's resume record) before it is attached."""
+        ...
+
+
+class NoCursors:
+    """No resume: no cursors, nothing kept."""
+
+    def state_for(self, conn: Subscriber, chain: str) -> None:
+        return None
+
+    def changed(self, conn: Subscriber) -> None:
+        return None
+
+    async def keep(self, sub: Subscription) -> None:
+        return None
+
+
 def connection_subs(conn: Subscriber) -> dict[str, Subscription]:
     subs = conn.state.get("subscriptions")
     if subs is None:

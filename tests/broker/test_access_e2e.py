@@ -6,7 +6,6 @@ and the /metrics counts. A key without a table is served as before."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,8 +15,10 @@ import httpx
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from broker.access import CLOSE_TOKEN_EXPIRED
+from broker.access._control import TOKEN_CHECK_INTERVAL
 from broker.config import Config
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
@@ -32,10 +33,17 @@ CALL = {"jsonrpc": "2.0", "id": 7, "method": "eth_chainId", "params": []}
 
 @asynccontextmanager
 async def keyed(
-    keys: dict[str, Any], server: dict[str, Any] | None = None, *cli: str
+    keys: dict[str, Any],
+    server: dict[str, Any] | None = None,
+    *cli: str,
+    clock: trio.testing.MockClock | None = None,
 ) -> AsyncIterator[RunningBroker]:
+    """A broker with ``keys``; with ``clock``, its tokens expire on trio's clock, which runs at
+    real speed and jumps when the test says."""
     config = msgspec.convert({"keys": keys, "server": server or {}}, Config)
-    async with running_broker("--block-time", "0", *cli, config=config) as node:
+    async with running_broker(
+        "--block-time", "0", *cli, config=config, clock=clock, autojump=False
+    ) as node:
         yield node
 
 
@@ -329,34 +337,45 @@ async def test_a_token_narrows_the_key_never_widens_it(signer: SigningKey, tmp_p
 
 
 async def test_a_websocket_token_in_the_query_expires_unless_renewed(
-    signer: SigningKey, tmp_path: Path
+    signer: SigningKey, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     # The renewal is allowed whatever the key's methods (and the token's) are.
     public_key = signer.write_public(tmp_path / "j.pem")
     keys = {"j": {"jwt_public_key": public_key, "methods": ["eth_chainId"]}}
     with trio.fail_after(60):
-        async with keyed(keys, {"token_grace": 0.5}) as node:
+        async with keyed(keys, {"token_grace": 0.5}, clock=mock_clock) as node:
+
+            def token(audience: str, **claims: Any) -> str:
+                return signer.token(audience, now=node.now().timestamp(), **claims)
+
             assert (await try_upgrade(node.port, "/ws/v3/j")).status == 401
+            # Past the leeway, by the broker's clock: refused at the door.
+            gone = token("j", expires_in=-61)
+            assert (await try_upgrade(node.port, f"/ws/v3/j?token={gone}")).status == 401
             # The leeway admits a token 59 s past its expiry; the grace then closes it at once.
-            stale = signer.token("j", expires_in=-59)
+            stale = token("j", expires_in=-59)
             expiring = await RawWebSocket.connect(node.port, f"/ws/v3/j?token={stale}")
             try:
                 await expiring.call(CALL)
                 assert (await expiring.message())["result"] == "0x539"
+                mock_clock.jump(TOKEN_CHECK_INTERVAL)  # the next check's time
                 assert await expiring.message() is None  # closed by the server
                 assert expiring.close_code == CLOSE_TOKEN_EXPIRED
             finally:
                 expiring.close()
-            first = signer.token("j", expires_in=1, methods=["eth_*"])
+            first = token("j", expires_in=1, methods=["eth_*"])
             unrenewed = await RawWebSocket.connect(node.port, f"/ws/v3/j?token={first}")
             try:
                 async with dapp(f"{node.ws_url('j')}?token={first}") as kept:
-                    renewed = await kept.result("scopecast_refreshToken", [signer.token("j")])
-                    assert renewed["expires"] > time.time() + 60
-                    bad = await kept.call("scopecast_refreshToken", [signer.token("other")])
+                    renewed = await kept.result("scopecast_refreshToken", [token("j")])
+                    assert renewed["expires"] > node.now().timestamp() + 60
+                    bad = await kept.call("scopecast_refreshToken", [token("other")])
                     assert bad["error"]["code"] == -32001
+                    late = await kept.call("scopecast_refreshToken", [token("j", expires_in=-61)])
+                    assert late["error"]["code"] == -32001
                     # Past the first token's expiry and grace: the check that closes the other
                     # connection of that token (unrenewed) would have closed this one with it.
+                    mock_clock.jump(1 + 0.5 + TOKEN_CHECK_INTERVAL)
                     assert await unrenewed.message() is None
                     assert unrenewed.close_code == CLOSE_TOKEN_EXPIRED
                     assert await kept.result("eth_chainId", []) == "0x539"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,7 +152,7 @@ def signer() -> SigningKey:
 def test_a_valid_token_passes(signer: SigningKey) -> None:
     key = TokenKey.from_pem(signer.public_pem, "test")
     assert key.algorithm == "RS256"
-    claims = verify_token(signer.token("k"), key, "k")
+    claims = verify_token(signer.token("k"), key, "k", now=time.time())
     assert claims.origins is None
     assert claims.methods is None
 
@@ -173,12 +174,34 @@ def test_every_other_token_is_refused(signer: SigningKey, case: str) -> None:
     key = TokenKey.from_pem(signer.public_pem, "test")
     token = REFUSED[case](signer)
     with pytest.raises(Unauthenticated, match="invalid token"):
-        verify_token(token, key, "k")
+        verify_token(token, key, "k", now=time.time())
 
 
 def test_a_token_a_little_expired_passes_within_the_leeway(signer: SigningKey) -> None:
     key = TokenKey.from_pem(signer.public_pem, "test")
-    verify_token(signer.token("k", expires_in=-30), key, "k")
+    verify_token(signer.token("k", expires_in=-30), key, "k", now=time.time())
+
+
+def test_a_token_is_checked_at_the_time_it_is_given() -> None:
+    # The broker's wall clock gives the time (never PyJWT's own reading of the system's clock),
+    # with the same leeway on both sides.
+    signer = SigningKey.ec()
+    key = TokenKey.from_pem(signer.public_pem, "test")
+    issued = 1_000_000_000.0
+    token = signer.token("k", expires_in=100, now=issued, nbf=int(issued), iat=int(issued))
+    for now in (issued, issued - 60, issued + 100 + 59):
+        assert verify_token(token, key, "k", now=now).expires == issued + 100
+    with pytest.raises(Unauthenticated, match="Signature has expired"):
+        verify_token(token, key, "k", now=issued + 160)
+    with pytest.raises(Unauthenticated, match=r"not yet valid \(nbf\)"):
+        verify_token(token, key, "k", now=issued - 61)
+    stamped = signer.token("k", now=issued, iat=int(issued))
+    with pytest.raises(Unauthenticated, match=r"not yet valid \(iat\)"):
+        verify_token(stamped, key, "k", now=issued - 61)
+    for claim in ("exp", "nbf", "iat"):
+        odd = jwt.encode({"aud": "k", "exp": int(issued), claim: "soon"}, signer.private, "ES256")
+        with pytest.raises(Unauthenticated, match=rf"\({claim}\) must be an integer"):
+            verify_token(odd, key, "k", now=issued)
 
 
 def test_es256_tokens_and_claims_that_narrow() -> None:
@@ -186,7 +209,10 @@ def test_es256_tokens_and_claims_that_narrow() -> None:
     key = TokenKey.from_pem(signer.public_pem, "test")
     assert key.algorithm == "ES256"
     claims = verify_token(
-        signer.token("k", origins=["https://app.example.com"], methods=["eth_call"]), key, "k"
+        signer.token("k", origins=["https://app.example.com"], methods=["eth_call"]),
+        key,
+        "k",
+        now=time.time(),
     )
     assert claims.methods is not None
     assert claims.methods.allows("eth_call")
@@ -194,7 +220,7 @@ def test_es256_tokens_and_claims_that_narrow() -> None:
     assert origin_allowed(claims.origins, "https://app.example.com")
     assert not origin_allowed(claims.origins, "https://other.example.com")
     with pytest.raises(Unauthenticated, match="origins claim must be a list of strings"):
-        verify_token(signer.token("k", origins="https://x.example"), key, "k")
+        verify_token(signer.token("k", origins="https://x.example"), key, "k", now=time.time())
 
 
 def test_a_public_key_that_is_not_rsa_or_p256_is_refused() -> None:
@@ -223,7 +249,7 @@ def test_sockets_close_token_grace_seconds_after_their_token_expires(signer: Sig
     control = AccessControl(
         {"k": policy}, MemoryLimiter(), AccessMetrics(CollectorRegistry(), ["k"]), token_grace=30
     )
-    claims = verify_token(signer.token("k", expires_in=100), key, "k")
+    claims = verify_token(signer.token("k", expires_in=100), key, "k", now=time.time())
     socket = FakeSocket(SimpleNamespace(access=KeyAccess(control, policy, claims, None)))
     control.watch(socket)  # type: ignore[arg-type]
     assert control.expired(claims.expires + 29.9) == []

@@ -5,16 +5,19 @@ so at once and the connection starts fresh."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 import trio
+import trio.testing
 
+from broker.session_service import EXPIRY_CHECK
 from broker.sessions import Identity
 from tests.broker.test_subscriptions_e2e import mine, token_address, transfer
-from tests.support.inprocess import Dapp, RunningBroker, dapp
+from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
 from tests.support.waiting import eventually
 
@@ -226,10 +229,20 @@ async def test_a_graceful_stop_closes_with_1012_and_the_last_cursor(node: Runnin
             conn.close()
 
 
+@pytest.fixture
+async def clocked_node(mock_clock: trio.testing.MockClock) -> AsyncIterator[RunningBroker]:
+    """The ``node`` on trio's clock: it runs at real speed (the dev chain mines in a worker
+    thread, which a jumping clock would outrun) and jumps where the test says."""
+    with trio.fail_after(60):
+        async with running_broker("--block-time", "0", clock=mock_clock, autojump=False) as node:
+            yield node
+
+
 async def test_a_session_that_expired_during_the_gap_is_heard_on_resume(
-    node: RunningBroker,
+    clocked_node: RunningBroker, mock_clock: trio.testing.MockClock
 ) -> None:
-    expiry = datetime.now(UTC) + timedelta(seconds=1)
+    node = clocked_node
+    expiry = node.now() + timedelta(seconds=1)
     with trio.fail_after(30):
         async with dapp(node.ws_url(), origin=ORIGIN) as conn:
             await conn.result(
@@ -252,6 +265,7 @@ async def test_a_session_that_expired_during_the_gap_is_heard_on_resume(
         async def deleted() -> bool:
             return await store.get(identity) is None
 
+        mock_clock.jump(EXPIRY_CHECK)  # past the expiry and the next check's time
         await eventually(deleted, "the expired session is deleted from the store")
         await mine(node, 2)
         async with dapp(resume_url(node, cursor), origin=ORIGIN) as again:

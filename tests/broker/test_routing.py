@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from broker.app import Broker
+from broker.compose import build_core_broker
 from broker.networks import Network, Networks
 from broker.routing import Endpoint, Route, route
 from tests.support.fake_chain import CHAIN, FakeChain
@@ -55,7 +55,7 @@ class _CountingChain(FakeChain):
 
 async def test_an_adapter_shared_by_networks_starts_and_closes_once() -> None:
     shared = _CountingChain()
-    broker = Broker(
+    broker = build_core_broker(
         Networks([Network("a", CHAIN, shared), Network("b", "eip155:2", shared)], default="a")
     )
     with trio.fail_after(30):

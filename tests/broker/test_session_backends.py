@@ -11,12 +11,13 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from broker.config import Config
 from broker.redis import RedisSessionStore
@@ -51,21 +52,37 @@ def backend(request: pytest.FixtureRequest) -> Iterator[list[str]]:
 
 
 def serving(
-    backend: list[str], *, expiry_check: float = NEVER
+    backend: list[str],
+    *,
+    expiry_check: float = NEVER,
+    clock: trio.testing.MockClock | None = None,
 ) -> AbstractAsyncContextManager[RunningBroker]:
-    """A broker of the two dev chains on ``backend``."""
+    """A broker of the two dev chains on ``backend``; with ``clock``, its sessions expire on
+    trio's clock, which runs at real speed (Redis is a process of its own) and jumps when the
+    test says."""
     return running_broker(
-        "--block-time", "0", *backend, config=TWO_CHAINS, expiry_check=expiry_check
+        "--block-time",
+        "0",
+        *backend,
+        config=TWO_CHAINS,
+        expiry_check=expiry_check,
+        clock=clock,
+        autojump=False,
     )
 
 
-def expiring() -> str:
-    """The ``sessionProperties.expiry`` of a session that is to expire during the test.
+#: How long a session that is to expire during the test lives, until the test jumps the clock.
+LIFETIME = 5.0
+
+
+def expiring(node: RunningBroker) -> str:
+    """The ``sessionProperties.expiry`` of a session that is to expire during the test: when the
+    test jumps the clock :data:`LIFETIME` on.
 
     Granted in whole seconds, so at least 4 s from now: ample for ``wallet_createSession`` to
     finish (else it fails with 5302), even on a loaded machine.
     """
-    return (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
+    return (node.now() + timedelta(seconds=LIFETIME)).isoformat()
 
 
 async def sessions_gauge(node: RunningBroker) -> float:
@@ -169,18 +186,24 @@ async def test_only_the_sessions_of_dapps_connected_here_are_tracked(backend: li
             assert len((await node.admin("admin_listSessions", {}))["result"]) == 2
 
 
-async def test_expiry_ends_the_session_on_every_connection(backend: list[str]) -> None:
+async def test_expiry_ends_the_session_on_every_connection(
+    backend: list[str], mock_clock: trio.testing.MockClock
+) -> None:
     with trio.fail_after(60):
         async with (
-            serving(backend, expiry_check=0.1) as node,
+            serving(backend, expiry_check=0.1, clock=mock_clock) as node,
             dapp(node.ws_url(), origin=ORIGIN) as a,
             dapp(node.ws_url(), origin=ORIGIN) as b,
         ):
             created = await a.result(
                 "wallet_createSession",
-                {"optionalScopes": {DEV: SCOPE}, "sessionProperties": {"expiry": expiring()}},
+                {
+                    "optionalScopes": {DEV: SCOPE},
+                    "sessionProperties": {"expiry": expiring(node)},
+                },
             )
             assert await session_changed(b) == created["sessionScopes"]
+            mock_clock.jump(LIFETIME)  # past the expiry: the next check ends the session
             assert await session_changed(a) == {}
             assert await session_changed(b) == {}
             assert (await b.result("wallet_getSession", {}))["sessionScopes"] == {}
@@ -206,13 +229,16 @@ class Records(logging.Handler):
         return matching()
 
 
-async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check() -> None:
+async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
+    mock_clock: trio.testing.MockClock,
+) -> None:
     logger = logging.getLogger("broker.session_service")
     records = Records()
     logger.addHandler(records)
     try:
         with redis_server() as redis, trio.fail_after(60):
-            async with serving(["--redis-url", redis.url], expiry_check=0.05) as node:
+            serve = serving(["--redis-url", redis.url], expiry_check=0.05, clock=mock_clock)
+            async with serve as node:
                 assert node.broker.sessions is not None
                 store = node.broker.sessions.store
                 assert isinstance(store, RedisSessionStore)
@@ -231,9 +257,10 @@ async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
                         "wallet_createSession",
                         {
                             "optionalScopes": {DEV: SCOPE},
-                            "sessionProperties": {"expiry": expiring()},
+                            "sessionProperties": {"expiry": expiring(node)},
                         },
                     )
+                    mock_clock.jump(LIFETIME)  # past the expiry
                     failed = await records.wait_for("session expiry check failed", count=4)
                     assert await session_changed(other) == {}
                     assert (await other.result("wallet_getSession", {}))["sessionScopes"] == {}

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import trio
+import trio.testing
 
 from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 
@@ -226,12 +227,16 @@ async def test_required_scopes_merge_and_expiry_is_capped(node: RunningBroker) -
             assert created["sessionProperties"]["globalConfig"] == {"theme": "dark"}
 
 
-async def test_expiry_ends_the_session_and_tells_connections(node: RunningBroker) -> None:
-    assert node.broker.sessions is not None
-    node.broker.sessions.expiry_check = 0.2
-    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+async def test_expiry_ends_the_session_and_tells_connections(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # The clock jumps whenever the broker waits: the checks come every 0.2 s, on trio's clock.
     with trio.fail_after(30):
-        async with dapp(node.ws_url()) as a:
+        async with (
+            running_broker("--block-time", "0", expiry_check=0.2, clock=mock_clock) as node,
+            dapp(node.ws_url()) as a,
+        ):
+            soon = (node.now() + timedelta(seconds=2)).isoformat()
             await a.result(
                 "wallet_createSession",
                 {"optionalScopes": scopes(), "sessionProperties": {"expiry": soon}},

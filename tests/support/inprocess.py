@@ -8,6 +8,7 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -19,13 +20,21 @@ from broker.app import Broker
 from broker.cli import parser, serve_options
 from broker.compose import build_broker
 from broker.config import Config
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from tests.support.waiting import eventually
+from tests.support.wall_clock import TrioWallClock
 
 
 @dataclass
 class RunningBroker:
     broker: Broker
     port: int
+    #: The wall clock the broker's sessions and tokens go by.
+    wall_clock: WallClock = SYSTEM_CLOCK
+
+    def now(self) -> datetime:
+        """The broker's wall-clock time now (session expiries are stated in it)."""
+        return self.wall_clock.now()
 
     @property
     def base(self) -> str:
@@ -71,6 +80,7 @@ async def running_broker(
     config: Config | None = None,
     expiry_check: float | None = None,
     clock: trio.testing.MockClock | None = None,
+    autojump: bool = True,
 ) -> AsyncIterator[RunningBroker]:
     """Serve a broker built from ``scopecast serve`` arguments; stop it on exit.
 
@@ -80,10 +90,16 @@ async def running_broker(
     ``clock`` (the test's ``mock_clock``) runs at real speed while the adapters start (in worker
     threads, which a jumping clock would outrun), then jumps as ``autojump_clock`` does: from the
     first request on, pings, deadlines and timeouts take no real time. Only for tests whose
-    broker then uses no worker thread (no mining, no ``eth_call`` on the dev chain).
+    broker then uses no worker thread (no mining, no ``eth_call`` on the dev chain), nor a
+    process of its own (Redis): a jumping clock would outrun those too. With ``autojump=False``
+    the clock keeps real speed, and only the test moves it on (``clock.jump``).
+
+    With ``clock``, the broker's wall clock follows it too (:class:`TrioWallClock`, read with
+    :meth:`RunningBroker.now`): sessions and tokens expire as the test moves trio's clock on.
     """
     options = serve_options(parser().parse_args(["serve", "--port", "0", *cli_args]))
-    broker = build_broker(config or Config(), options)
+    wall_clock: WallClock = SYSTEM_CLOCK if clock is None else TrioWallClock()
+    broker = build_broker(config or Config(), options, clock=wall_clock)
     if expiry_check is not None:
         assert broker.sessions is not None
         broker.sessions.expiry_check = expiry_check
@@ -92,11 +108,11 @@ async def running_broker(
         clock.rate = 1.0
     async with trio.open_nursery() as nursery:
         port = await nursery.start(broker.serve, "127.0.0.1", 0)
-        if clock is not None:
+        if clock is not None and autojump:
             clock.rate = 0.0
             clock.autojump_threshold = 0.0
         try:
-            yield RunningBroker(broker, port)
+            yield RunningBroker(broker, port, wall_clock)
         finally:
             broker.shutdown()
             nursery.cancel_scope.cancel()

@@ -45,8 +45,13 @@ class SigningKey:
         path.write_bytes(self.public_pem)
         return f"file:{path}"
 
-    def token(self, audience: str, *, expires_in: float = 300, **claims: Any) -> str:
-        payload = {"aud": audience, "exp": int(time.time() + expires_in), **claims}
+    def token(
+        self, audience: str, *, expires_in: float = 300, now: float | None = None, **claims: Any
+    ) -> str:
+        """A token for ``audience`` expiring ``expires_in`` seconds after ``now`` (Unix seconds;
+        default the system's time: a broker on another wall clock is given its own)."""
+        issued = time.time() if now is None else now
+        payload = {"aud": audience, "exp": int(issued + expires_in), **claims}
         return jwt.encode(payload, self.private, algorithm=self.algorithm)
 
     def unsigned(self, audience: str) -> str:

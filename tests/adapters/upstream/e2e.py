@@ -18,6 +18,7 @@ from msgspec import UNSET, UnsetType
 from adapters.base import NetworkSpec
 from adapters.upstream import UpstreamAdapter
 from broker.app import Broker
+from broker.compose import build_core_broker
 from broker.limits import Limits
 from broker.networks import Network, Networks
 from tests.support.inprocess import Dapp, dapp
@@ -100,7 +101,7 @@ async def serve_broker(
     """
     spec = NetworkSpec("main", chain, "upstream", {"upstreams": upstreams, **FAST, **options})
     adapter = UpstreamAdapter(spec)
-    broker = Broker(
+    broker = build_core_broker(
         Networks([Network("main", chain, adapter)]), limits=Limits(response_cache=response_cache)
     )
     port = await nursery.start(broker.serve, "127.0.0.1", 0)

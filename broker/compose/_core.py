@@ -1,0 +1,104 @@
+"""The core every broker serves (:class:`broker.core.Core`), built from networks whose adapters
+exist already: the dispatcher and its response cache, the subscription hub with the chain
+families' subscriptions, the EVM profile's subscription and filter methods, cursors and resume,
+``rpc.discover``, and the event path (with each chain's ingestion where this process ingests)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from broker import stream_methods
+from broker.app import Broker
+from broker.bus import EventBus, MemoryBus
+from broker.chain_calls import CachedChainCalls
+from broker.core import Core
+from broker.discover import DiscoverMethod
+from broker.dispatch import Dispatcher
+from broker.event_path import EventPath, chain_families
+from broker.filters import FilterRegistry, adapters_get_logs
+from broker.limits import Limits
+from broker.metrics import Metrics
+from broker.networks import Networks
+from broker.response_cache import ResponseStore
+from broker.resume import MemoryResumeStore, ResumeKeeper, ResumeStore
+from broker.session_changes import SessionChangeBus
+from broker.subscriptions import SubscriptionHub
+
+
+def build_core(
+    networks: Networks,
+    limits: Limits,
+    *,
+    bus: EventBus | None = None,
+    ingest: bool = True,
+    resume_store: ResumeStore | None = None,
+    process_id: str = "",
+    changes: SessionChangeBus | None = None,
+    operator_api: bool = False,
+) -> Core:
+    """The core of ``networks``: events from ``bus`` (default: in memory), ingested here if
+    ``ingest`` (else a worker does, with Redis); resume records in ``resume_store`` (default: in
+    memory), naming ``process_id``, replaying the session ``changes`` (None: no sessions);
+    ``operator_api``: ``rpc.discover`` lists the operator API's methods."""
+    metrics = Metrics()
+    cache = ResponseStore(limits.response_cache) if limits.response_cache else None
+    dispatcher = Dispatcher(networks, metrics, cache=CachedChainCalls(cache))
+    if cache is not None:
+        metrics.watch_response_cache(cache)
+    window = limits.resume_window
+    bus = bus or MemoryBus(window=window)
+    hub = SubscriptionHub(metrics)
+    # The chain families' events (Solana's) stay in this process, on a log per chain.
+    family_logs = chain_families(networks, hub, window=window)
+    resume = None
+    if window > 0:
+        resume = ResumeKeeper(
+            hub,
+            bus,
+            resume_store or MemoryResumeStore(),
+            window=window,
+            process_id=process_id,
+            changes=changes,
+            family_logs=family_logs,
+        )
+        hub.cursors = resume  # they use each other
+    filters = FilterRegistry(adapters_get_logs(networks))
+    stream_methods.install(dispatcher, hub, filters)
+    dispatcher.register("rpc.discover", DiscoverMethod(dispatcher, operator_api=operator_api))
+    events = EventPath(
+        networks,
+        bus,
+        hub,
+        filters,
+        dispatcher.cache.epochs,
+        metrics,
+        family_logs=family_logs,
+        resume=resume,
+        ingest=ingest,
+    )
+    return Core(
+        networks=networks,
+        limits=limits,
+        metrics=metrics,
+        dispatcher=dispatcher,
+        hub=hub,
+        bus=bus,
+        resume=resume,
+        events=events,
+    )
+
+
+def build_core_broker(
+    networks: Networks,
+    *,
+    api_keys: Collection[str] = (),
+    limits: Limits | None = None,
+    bus: EventBus | None = None,
+    ingest: bool = True,
+) -> Broker:
+    """A broker of ``networks``, whose adapters are built already, with the core alone: chain
+    calls, subscriptions, polled filters, resume and the event path; no sessions, key rules or
+    operator API. For tests and benchmarks that bring adapter instances of their own;
+    :func:`broker.compose.build_broker` builds the whole broker a config describes."""
+    core = build_core(networks, limits or Limits(), bus=bus, ingest=ingest)
+    return Broker(core, core.connections(), api_keys=api_keys)

@@ -1,0 +1,256 @@
+"""The whole broker a config and options describe: the core, then the Redis backends, sessions and
+approvals, access control, the operator API and console, each built from what it uses and wired
+to the others here."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+
+import trio
+
+from broker.access import (
+    REFRESH_METHOD,
+    AccessControl,
+    AccessMetrics,
+    MemoryLimiter,
+    RedisLimiter,
+    key_policies,
+)
+from broker.admin import AdminApi
+from broker.app import Broker, Service
+from broker.approvals import ApprovalPolicy
+from broker.compose._core import build_core
+from broker.compose._networks import (
+    DEV_ADMIN_TOKEN,
+    ServeOptions,
+    build_accounts,
+    build_network,
+    redis_url,
+    require_upstreams,
+    serve_specs,
+)
+from broker.config import Config, ConfigError, ServerConfig, network_specs
+from broker.connections import ConnectionHook
+from broker.console import OperatorConsole, OperatorFeed
+from broker.core import Core
+from broker.limits import Limits
+from broker.networks import Networks
+from broker.redis import (
+    RedisChangeBus,
+    RedisClient,
+    RedisEventBus,
+    RedisSessionStore,
+    hold_redis,
+    redis_client,
+)
+from broker.resume import RedisResumeStore
+from broker.session_changes import MemoryChangeBus
+from broker.session_service import SessionService
+from broker.signing import SigningGateway
+from broker.start_up import is_loopback
+from broker.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.worker import ChainLeaders
+
+# -- Redis (README "Several processes (Redis)") -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RedisBackends:
+    url: str
+    client: RedisClient
+    bus: RedisEventBus
+    store: RedisSessionStore
+    changes: RedisChangeBus
+    #: Resume records: a connection dropped here resumes on any web process.
+    resume: RedisResumeStore
+
+    @classmethod
+    def for_url(cls, url: str, config: Config) -> _RedisBackends:
+        client = redis_client(url)
+        window = config.server.resume_window
+        return cls(
+            url,
+            client,
+            RedisEventBus(client, maxlen=config.server.stream_maxlen, window=window),
+            RedisSessionStore(client),
+            RedisChangeBus(client, window=window),
+            RedisResumeStore(client),
+        )
+
+
+# -- end of Redis -------------------------------------------------------------------------------
+
+
+def _limits(server: ServerConfig) -> Limits:
+    return Limits(
+        http_body=server.max_body_bytes,
+        http_body_timeout=server.body_timeout,
+        ws_message=server.max_message_bytes,
+        outbox=server.outbox_limit_bytes,
+        max_inflight=server.max_inflight,
+        ping_interval=server.ping_interval,
+        shutdown_grace=server.shutdown_grace,
+        response_cache=server.response_cache_bytes,
+        resume_window=server.resume_window,
+    )
+
+
+def _access_control(
+    config: Config, core: Core, redis: RedisClient | None, clock: WallClock
+) -> AccessControl:
+    """The ``[keys.*]`` rules and limits (README "Keys and limits"), counted in Redis if given."""
+    policies = key_policies(config.keys)
+    return AccessControl(
+        policies,
+        RedisLimiter(redis) if redis is not None else MemoryLimiter(),
+        AccessMetrics(core.metrics.registry, policies),
+        when_down=config.server.limits_when_redis_down,
+        token_grace=config.server.token_grace,
+        clock=clock,
+    )
+
+
+def _serve_sessions(core: Core, sessions: SessionService) -> None:
+    """Give the dispatcher the ``wallet_*`` methods and the signing gateway, the metrics the
+    sessions gauge, and resume the session side of its replays (they use each other)."""
+    for name, handler in sessions.methods().items():
+        core.dispatcher.register(name, handler)
+    signing = SigningGateway(core.networks, core.dispatcher, sessions.policy)
+    core.dispatcher.add_fallback(signing.call, signing.methods)
+    core.metrics.sessions.set_function(sessions.watched)  # read at every scrape
+    if core.resume is not None:
+        core.resume.sessions = sessions
+
+
+def _admin_token(options: ServeOptions, config: Config, policy: ApprovalPolicy) -> str | None:
+    """The operator API's token: the options', the config's, or on loopback the dev token."""
+    host = options.host or config.server.host
+    token = options.admin_token or config.server.admin_token
+    if token is None and is_loopback(host):
+        token = DEV_ADMIN_TOKEN
+    if token is None and policy.mode == "manual":
+        raise ConfigError(
+            f'approval = "manual" on {host} needs the operator API, or every session and '
+            "signature waits until it times out: set [server] admin_token (or --admin-token, "
+            "or SCOPECAST_ADMIN_TOKEN)"
+        )
+    return token  # None (off loopback): every operator request gets 401
+
+
+def build_broker(
+    config: Config, options: ServeOptions | None = None, *, clock: WallClock = SYSTEM_CLOCK
+) -> Broker:
+    """The broker ``config`` and ``options`` describe, every part built and wired here: networks
+    and their adapters, the account adapter, the bus and stores (Redis or memory), sessions and
+    approvals, access control, the operator API and console. ``clock``: the wall clock sessions,
+    tokens and approvals go by (the system's)."""
+    given = options or ServeOptions()
+    specs, default = serve_specs(config, given)
+    server = config.server
+    redis_at = redis_url(given, config)
+    if given.role == "web":
+        if redis_at is None:
+            raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
+        require_upstreams(network_specs(config)[0], "serve --role web")
+    redis = _RedisBackends.for_url(redis_at, config) if redis_at else None
+    accounts = build_accounts(config, specs, given.keystore)
+    networks = Networks(
+        [build_network(spec) for spec in specs],
+        default=default,
+        accounts=[accounts] if accounts.chains() else [],
+    )
+    api_keys = [*given.api_keys] or server.api_keys
+    api_keys = [*api_keys, *(name for name in config.keys if name not in api_keys)]
+    process_id = uuid.uuid4().hex  # this process, in session changes and resume records
+    changes = redis.changes if redis else MemoryChangeBus()
+    core = build_core(
+        networks,
+        _limits(server),
+        bus=redis.bus if redis else None,
+        ingest=given.role == "all" and redis is None,
+        resume_store=redis.resume if redis else None,
+        process_id=process_id,
+        changes=changes,
+        operator_api=True,
+    )
+    policy = ApprovalPolicy(
+        given.approval or server.approval, timeout=server.approval_timeout, clock=clock
+    )
+    sessions = SessionService(
+        networks,
+        core.dispatcher,
+        core.hub,
+        resume=core.resume,
+        store=redis.store if redis else None,
+        changes=changes,
+        policy=policy,
+        max_expiry=timedelta(seconds=server.max_session_expiry),
+        clock=clock,
+        process_id=process_id,
+    )
+    _serve_sessions(core, sessions)
+    # In the order they run: a connection's session is tracked before anyone else hears of it.
+    on_connect: list[ConnectionHook] = [sessions.track]
+    on_disconnect: list[ConnectionHook] = [sessions.untrack]
+    services: list[Service] = [sessions.start]
+    resources: list[AbstractAsyncContextManager[object]] = []
+    if redis is not None:
+        resources.append(hold_redis(redis.client, redis.url))
+        if given.role == "all":  # this process competes for the chains' leases like a worker
+            services.append(ChainLeaders(list(networks), redis.bus, core.metrics))
+    access = None
+    if config.keys:
+        access = _access_control(config, core, redis.client if redis else None, clock)
+        services.append(access.serve)
+        if access.uses_tokens:
+            on_connect.append(access.watch)
+            on_disconnect.append(access.unwatch)
+            core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
+    admin = AdminApi(networks, core.metrics, sessions, _admin_token(given, config, policy))
+    feed = OperatorFeed(sessions)
+    policy.watch(feed.on_approval)
+    sessions.watch_changes(feed.on_session_change)
+    on_connect.append(feed.on_connection)
+    on_disconnect.append(feed.on_connection)
+    shutdown = trio.Event()
+    console = OperatorConsole(
+        feed, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN), stopping=shutdown.wait
+    )
+    return Broker(
+        core,
+        core.connections(on_connect=on_connect, on_disconnect=on_disconnect),
+        api_keys=api_keys,
+        services=services,
+        resources=resources,
+        shutdown=shutdown,
+        access=access,
+        admin=admin,
+        console=console,
+        sessions=sessions,
+    )
+
+
+@asynccontextmanager
+async def open_broker(
+    config: Config,
+    options: ServeOptions | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    clock: WallClock = SYSTEM_CLOCK,
+) -> AsyncIterator[Broker]:
+    """Build a broker, start its adapters and serve it on ``host``:``port`` (0: any free port,
+    then ``broker.port``) until the block ends, then stop it gracefully."""
+    broker = build_broker(config, options, clock=clock)
+    await broker.start_adapters()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(broker.serve, host, port)
+        try:
+            yield broker
+        finally:
+            broker.shutdown()
+            nursery.cancel_scope.cancel()
