@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from broker.compose import ServeOptions
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.secrets import SCANNER
 
@@ -49,5 +50,5 @@ async def node() -> AsyncIterator[RunningBroker]:
     """A broker as `scopecast serve --block-time 0` builds it (the dev chain mines on demand), on
     127.0.0.1 port 0, for one test; a test module may override it (to mine blocks first, say)."""
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
+        async with running_broker(ServeOptions(block_time=0)) as running:
             yield running

@@ -30,6 +30,7 @@ import pytest
 import trio
 import trio_websocket
 
+from broker.compose import ServeOptions
 from broker.config import load_config, network_specs
 from tests.support.inprocess import RunningBroker, running_broker
 
@@ -190,7 +191,7 @@ class Runner:
 async def test_the_examples_answer_as_shown() -> None:
     problems: list[str] = []
     with trio.fail_after(120):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as http:
+        async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as http:
             runner = Runner(node, http)
             async with trio_websocket.open_websocket_url(
                 node.ws_url(), extra_headers=[(b"Origin", b"https://docs.example")]

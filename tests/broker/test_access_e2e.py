@@ -19,6 +19,7 @@ import trio.testing
 
 from broker.access import CLOSE_TOKEN_EXPIRED
 from broker.access._control import TOKEN_CHECK_INTERVAL
+from broker.compose import ServeOptions
 from broker.config import Config
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
@@ -35,14 +36,14 @@ CALL = {"jsonrpc": "2.0", "id": 7, "method": "eth_chainId", "params": []}
 async def keyed(
     keys: dict[str, Any],
     server: dict[str, Any] | None = None,
-    *cli: str,
+    *api_keys: str,
     clock: trio.testing.MockClock | None = None,
 ) -> AsyncIterator[RunningBroker]:
     """A broker with ``keys``; with ``clock``, its tokens expire on trio's clock, which runs at
     real speed and jumps when the test says."""
     config = msgspec.convert({"keys": keys, "server": server or {}}, Config)
     async with running_broker(
-        "--block-time", "0", *cli, config=config, clock=clock, autojump=False
+        ServeOptions(block_time=0, api_keys=api_keys), config=config, clock=clock, autojump=False
     ) as node:
         yield node
 
@@ -94,7 +95,7 @@ async def test_origin_rules_over_http_and_at_the_upgrade() -> None:
 
 async def test_a_key_without_a_table_is_served_as_before() -> None:
     with trio.fail_after(60):
-        async with keyed({"web": {"origins": [APP]}}, None, "--api-key", "plain") as node:
+        async with keyed({"web": {"origins": [APP]}}, None, "plain") as node:
             reply = await post(node, "plain", body=[CALL] * 3)
             assert reply.status_code == 200
             assert [r["result"] for r in reply.json()] == ["0x539"] * 3
@@ -241,7 +242,7 @@ async def test_the_subscription_cap_per_connection() -> None:
 
 async def test_the_connection_cap_per_key() -> None:
     with trio.fail_after(60):
-        async with keyed({"c": {"max_connections": 2}}, None, "--api-key", "free") as node:
+        async with keyed({"c": {"max_connections": 2}}, None, "free") as node:
             async with dapp(node.ws_url("c")), dapp(node.ws_url("c")) as second:
                 refused = await try_upgrade(node.port, "/ws/v3/c")
                 assert refused.status == 429

@@ -6,6 +6,7 @@ import trio
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
+from broker.compose import ServeOptions
 from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.user_operations import unsigned_user_op
 
@@ -106,7 +107,10 @@ async def test_signed_transaction_from_a_session_is_mined(node: RunningBroker) -
 
 async def test_manual_approval_shows_what_will_be_signed() -> None:
     with trio.fail_after(60):
-        async with running_broker("--approval", "manual") as node, dapp(node.ws_url()) as conn:
+        async with (
+            running_broker(ServeOptions(approval="manual")) as node,
+            dapp(node.ws_url()) as conn,
+        ):
             replies: list[Any] = []
 
             async def call(method: str, params: Any) -> None:

@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from broker import frames
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
@@ -280,7 +281,9 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped(
 ) -> None:
     config = Config(server=ServerConfig(ping_interval=0.2))
     with trio.fail_after(30):
-        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
+        async with running_broker(
+            ServeOptions(block_time=0), config=config, clock=mock_clock
+        ) as node:
             async with dapp(node.ws_url()) as live:  # trio-websocket answers pings
                 mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")  # never answers
                 opcodes = []
@@ -322,7 +325,9 @@ async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
     config = Config(server=ServerConfig(ping_interval=0.2, max_inflight=1, approval_timeout=1.0))
     scope = {"methods": [], "notifications": []}
     with trio.fail_after(30):
-        async with running_broker("--approval", "manual", config=config, clock=mock_clock) as node:
+        async with running_broker(
+            ServeOptions(approval="manual"), config=config, clock=mock_clock
+        ) as node:
             mute = await RawWebSocket.connect(node.port, "/ws/v3/dev")
             try:
                 for i in (1, 2):

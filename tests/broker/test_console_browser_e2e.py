@@ -23,6 +23,7 @@ from eth_account.messages import encode_defunct
 from playwright.sync_api import Page, expect
 
 from adapters.base import SigningRequest
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from broker.sessions import Identity
 from tests.support.browser import BrowserThread, open_browser
@@ -74,7 +75,7 @@ async def browser_and_broker_in_process() -> AsyncIterator[tuple[BrowserThread, 
     config = Config(server=ServerConfig(approval="manual"))
     async with (
         open_browser() as browser,
-        running_broker("--block-time", "0", config=config) as node,
+        running_broker(ServeOptions(block_time=0), config=config) as node,
     ):
         yield browser, node
 

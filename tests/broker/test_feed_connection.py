@@ -177,9 +177,11 @@ async def test_a_console_that_stops_reading_is_cut_off_after_the_close_grace(
 ) -> None:
     # In lockstep, the feed's writer waits in its first send (the snapshot) until the console
     # reads, which it never does: the close cannot be sent, and the grace ends the connection.
-    async with feed_connection(
-        feed, signed_in=True, pair=trio.testing.lockstep_stream_pair
-    ) as (_console, stopping, ended):
+    async with feed_connection(feed, signed_in=True, pair=trio.testing.lockstep_stream_pair) as (
+        _console,
+        stopping,
+        ended,
+    ):
         await trio.testing.wait_all_tasks_blocked()
         assert not ended
         stopping.set()

@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResponse, handle_http
 from broker.limits import Limits
@@ -19,11 +20,13 @@ from tests.support.rawws import RawWebSocket
 BODY_TIMEOUT = 0.2
 
 
-def short_body_deadline(clock: trio.testing.MockClock) -> AbstractAsyncContextManager[RunningBroker]:
+def short_body_deadline(
+    clock: trio.testing.MockClock,
+) -> AbstractAsyncContextManager[RunningBroker]:
     """A broker on the dev chain whose request bodies must arrive within ``BODY_TIMEOUT`` (virtual
     seconds, on ``clock``)."""
     config = Config(server=ServerConfig(body_timeout=BODY_TIMEOUT))
-    return running_broker("--block-time", "0", config=config, clock=clock)
+    return running_broker(ServeOptions(block_time=0), config=config, clock=clock)
 
 
 async def read_until_closed(sock: trio.socket.SocketType) -> bytes:
@@ -94,7 +97,7 @@ async def test_a_trickled_body_is_cut_off_at_the_deadline(
 async def test_the_default_body_deadline_lets_a_whole_body_through() -> None:
     assert Limits().http_body_timeout == 30.0
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             sock = trio.socket.socket()
             with sock:
                 await sock.connect(("127.0.0.1", node.port))

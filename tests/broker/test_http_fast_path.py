@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from broker.compose import ServeOptions
 from tests.broker.test_metrics_e2e import scrape, value
 from tests.support.inprocess import RunningBroker, running_broker
 
@@ -24,7 +25,7 @@ async def _post(client: httpx.AsyncClient, node: RunningBroker, body: Any) -> ht
 
 async def test_cached_answers_carry_each_requests_own_id_and_are_counted_once() -> None:
     ids: list[Any] = [1, "a", 1, 2**60, "a", None, 1]
-    async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+    async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as client:
         store = node.broker.dispatcher.cache.store
         assert store is not None
         before = store.statistics()
@@ -54,7 +55,7 @@ async def test_cached_answers_carry_each_requests_own_id_and_are_counted_once() 
 
 async def test_a_new_head_gets_a_new_answer_for_the_same_body() -> None:
     body = {"jsonrpc": "2.0", "id": 3, "method": "eth_blockNumber", "params": []}
-    async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+    async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as client:
         first = (await _post(client, node, body)).json()["result"]
         assert (await _post(client, node, body)).json()["result"] == first
         assert "error" not in await node.rpc("evm_mine", [])
@@ -64,7 +65,7 @@ async def test_a_new_head_gets_a_new_answer_for_the_same_body() -> None:
 
 
 async def test_notifications_batches_and_bad_requests_take_the_full_path() -> None:
-    async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+    async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as client:
         cached = (await _post(client, node, {**BLOCK, "id": 1})).json()["result"]
         notification = {k: v for k, v in BLOCK.items()}
         assert (await _post(client, node, notification)).content == b""
@@ -86,7 +87,7 @@ async def test_notifications_batches_and_bad_requests_take_the_full_path() -> No
 
 async def test_a_batch_of_cached_calls_is_answered_at_once_and_counted_once_each() -> None:
     number = {"jsonrpc": "2.0", "method": "eth_blockNumber", "params": []}
-    async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+    async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as client:
         store = node.broker.dispatcher.cache.store
         assert store is not None
         block = (await _post(client, node, {**BLOCK, "id": 1})).json()["result"]

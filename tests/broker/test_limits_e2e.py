@@ -17,6 +17,7 @@ from adapters.base import NetworkSpec
 from adapters.devchain import DevChainAdapter, methods
 from adapters.devchain.methods import ReadMethods
 from adapters.devchain.txpool import TxPool
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from broker.errors import LimitExceeded, ServerError
 from broker.filters import FILTER_TIMEOUT, FilterRegistry
@@ -120,7 +121,7 @@ async def call(methods: ReadMethods, criteria: dict[str, Any]) -> list[Any]:
 async def spammed() -> AsyncIterator[RunningBroker]:
     """A broker whose dev chain holds 10,001 logs of one contract (10,000 in one block)."""
     with trio.fail_after(120):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             network = node.broker.networks.by_name(None)
             assert network is not None
             adapter = network.adapter
@@ -214,7 +215,7 @@ async def test_a_waiting_call_does_not_hold_up_the_next_ones_on_its_websocket() 
     }
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0", config=manual) as node,
+            running_broker(ServeOptions(block_time=0), config=manual) as node,
             trio_websocket.open_websocket_url(node.ws_url()) as ws,
         ):
             await ws.send_message(json.dumps(create))

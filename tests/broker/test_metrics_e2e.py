@@ -4,6 +4,7 @@ import httpx
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
@@ -46,7 +47,7 @@ async def mine(node: RunningBroker) -> int:
 async def test_every_metric_is_exported_after_activity() -> None:
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0", config=SMALL_OUTBOX) as node,
+            running_broker(ServeOptions(block_time=0), config=SMALL_OUTBOX) as node,
             dapp(node.ws_url(), origin="https://dapp.example") as conn,
         ):
             await conn.result("wallet_createSession", {"optionalScopes": {DEV: SCOPE}})

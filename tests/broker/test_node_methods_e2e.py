@@ -14,6 +14,7 @@ from eth_utils import to_checksum_address
 
 from adapters.devchain import DevChainAdapter
 from adapters.devchain.token import transfer_calldata
+from broker.compose import ServeOptions
 from tests.support.inprocess import RunningBroker, running_broker
 
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -54,7 +55,7 @@ def req(method: str, params: Any, request_id: Any = 1) -> dict[str, Any]:
 @pytest.fixture
 async def node() -> AsyncIterator[RunningBroker]:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as running:
+        async with running_broker(ServeOptions(block_time=0)) as running:
             # some blocks with token transfers so that logs, receipts and transactions exist
             for _ in range(3):
                 assert "error" not in await running.rpc("evm_mine", [])

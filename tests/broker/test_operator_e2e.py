@@ -12,6 +12,7 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from broker.admin import DISABLED, AdminApi
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from broker.sessions import Identity, Session
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker, waiting_approval
@@ -52,7 +53,7 @@ async def create_with_operator(node: RunningBroker, a: Dapp, answer: dict[str, A
 
 async def test_operator_narrows_methods_and_notifications_but_never_widens() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual()) as node:
+        async with running_broker(ServeOptions(block_time=0), config=manual()) as node:
             async with dapp(node.ws_url()) as a:
                 narrowed = {
                     DEV: {
@@ -78,7 +79,7 @@ async def test_operator_narrows_methods_and_notifications_but_never_widens() -> 
 
 async def test_operator_scopes_are_validated_like_a_request() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0", config=manual()) as node:
+        async with running_broker(ServeOptions(block_time=0), config=manual()) as node:
             async with dapp(node.ws_url()) as a:
                 reply = await create_with_operator(
                     node, a, {"sessionScopes": {DEV: {"methods": "eth_blockNumber"}}}
@@ -92,7 +93,9 @@ async def test_a_session_nobody_approves_is_rejected_at_the_timeout(
 ) -> None:
     with trio.fail_after(60):  # the approval timeout passes in virtual seconds
         config = manual(timeout=0.5)
-        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
+        async with running_broker(
+            ServeOptions(block_time=0), config=config, clock=mock_clock
+        ) as node:
             async with dapp(node.ws_url()) as a:
                 reply = await a.call("wallet_createSession", REQUEST)
                 assert reply["error"] == {**USER_REJECTED, "data": {"reason": "approval timed out"}}
@@ -104,7 +107,9 @@ async def test_a_signature_nobody_approves_is_rejected_at_the_timeout(
 ) -> None:
     with trio.fail_after(60):  # the approval timeout passes in virtual seconds
         config = manual(timeout=1.0)
-        async with running_broker("--block-time", "0", config=config, clock=mock_clock) as node:
+        async with running_broker(
+            ServeOptions(block_time=0), config=config, clock=mock_clock
+        ) as node:
             async with dapp(node.ws_url()) as a:
                 created = await create_with_operator(node, a, {})
                 assert created["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]
@@ -115,7 +120,10 @@ async def test_a_signature_nobody_approves_is_rejected_at_the_timeout(
 
 async def test_admin_answers_401_without_the_right_bearer_token() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        async with (
+            running_broker(ServeOptions(block_time=0)) as node,
+            httpx.AsyncClient() as client,
+        ):
             assert isinstance(node.broker.admin, AdminApi)
             assert node.broker.admin.enabled  # the dev token on loopback
             body = {"jsonrpc": "2.0", "id": 1, "method": "admin_listSessions", "params": {}}
@@ -133,7 +141,7 @@ async def test_admin_answers_401_without_the_right_bearer_token() -> None:
 async def test_admin_off_loopback_without_a_token_answers_401() -> None:
     # Built as for `serve --host 0.0.0.0` (no dev token there), served on loopback for the test.
     with trio.fail_after(60):
-        async with running_broker("--host", "0.0.0.0", "--api-key", "k", "--block-time", "0") as (
+        async with running_broker(ServeOptions(host="0.0.0.0", api_keys=["k"], block_time=0)) as (
             node
         ):
             assert isinstance(node.broker.admin, AdminApi)
@@ -150,7 +158,7 @@ async def test_admin_off_loopback_without_a_token_answers_401() -> None:
 
 async def test_a_tab_that_reconnects_and_only_listens_hears_its_session_expire() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0", expiry_check=0.05) as node:
+        async with running_broker(ServeOptions(block_time=0), expiry_check=0.05) as node:
             assert node.broker.sessions is not None
             async with dapp(node.ws_url()) as a:
                 await a.result("wallet_createSession", REQUEST)
@@ -170,7 +178,7 @@ async def test_a_tab_that_reconnects_and_only_listens_hears_its_session_expire()
 
 async def test_direct_signing_over_the_websocket_of_the_dev_network() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as a:
+        async with running_broker(ServeOptions(block_time=0)) as node, dapp(node.ws_url()) as a:
             signature = await a.result("personal_sign", ["0x6869", SECOND])
             recovered = Account.recover_message(encode_defunct(b"hi"), signature=signature)
             assert recovered.lower() == SECOND
@@ -194,7 +202,7 @@ async def test_session_store_failure_is_5000_and_the_connection_lives_on() -> No
 
 async def test_answering_a_request_that_is_not_waiting_names_it() -> None:
     with trio.fail_after(60):
-        async with running_broker("--approval", "manual", "--block-time", "0") as node:
+        async with running_broker(ServeOptions(approval="manual", block_time=0)) as node:
             for method in ("admin_approve", "admin_reject"):
                 reply = await node.admin(method, {"id": "404"})
                 assert reply["error"]["code"] == -32602

@@ -19,6 +19,7 @@ import trio.testing
 import trio_websocket
 
 from broker.admin import DISABLED
+from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from broker.console._feed import FeedSubscriber
 from broker.console._feed_connection import CLOSE_WRONG_TOKEN
@@ -75,7 +76,10 @@ async def next_of(ws: trio_websocket.WebSocketConnection, kind: str) -> dict[str
 
 async def test_the_page_and_its_files_carry_a_strict_policy() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        async with (
+            running_broker(ServeOptions(block_time=0)) as node,
+            httpx.AsyncClient() as client,
+        ):
             page = await client.get(f"{node.base}/console")
             assert page.status_code == 200
             assert page.headers["content-type"].startswith("text/html")
@@ -104,7 +108,7 @@ async def test_the_page_and_its_files_carry_a_strict_policy() -> None:
 
 async def test_without_an_admin_token_off_loopback_the_console_answers_401() -> None:
     with trio.fail_after(60):
-        async with running_broker("--host", "0.0.0.0", "--api-key", "k", "--block-time", "0") as (
+        async with running_broker(ServeOptions(host="0.0.0.0", api_keys=["k"], block_time=0)) as (
             node
         ):
             async with httpx.AsyncClient() as client:
@@ -119,7 +123,7 @@ async def test_without_an_admin_token_off_loopback_the_console_answers_401() -> 
 
 async def test_a_wrong_token_gets_no_data() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             ws = await RawWebSocket.connect(node.port, "/admin/ws")
             try:
                 await ws.send_text(json.dumps({"token": "wrong"}))
@@ -135,7 +139,7 @@ async def test_a_wrong_token_gets_no_data() -> None:
 async def test_the_right_header_signs_in_at_once() -> None:
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0") as node,
+            running_broker(ServeOptions(block_time=0)) as node,
             trio_websocket.open_websocket_url(
                 feed_url(node), extra_headers=[(b"Authorization", b"Bearer dev")]
             ) as ws,
@@ -149,7 +153,7 @@ async def test_the_right_header_signs_in_at_once() -> None:
 
 async def test_another_sites_page_cannot_open_the_feed() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             rejected = await refused_upgrade(node, origin="https://evil.example")
             assert rejected.status_code == 403
             same_site = [(b"Origin", f"http://127.0.0.1:{node.port}".encode())]
@@ -164,7 +168,7 @@ async def test_a_console_that_does_not_sign_in_is_closed(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     with trio.fail_after(60):  # the sign-in timeout passes in virtual seconds
-        async with running_broker("--block-time", "0", clock=mock_clock) as node:
+        async with running_broker(ServeOptions(block_time=0), clock=mock_clock) as node:
             ws = await RawWebSocket.connect(node.port, "/admin/ws")
             try:
                 assert await ws.message() is None
@@ -176,7 +180,7 @@ async def test_a_console_that_does_not_sign_in_is_closed(
 async def test_the_feed_follows_requests_answers_connections_and_revocations() -> None:
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0", config=manual()) as node,
+            running_broker(ServeOptions(block_time=0), config=manual()) as node,
             signed_in_feed(node) as ws,
         ):
             assert (await next_message(ws))["type"] == "snapshot"
@@ -225,9 +229,9 @@ async def test_the_feed_says_when_a_request_times_out_or_is_withdrawn(
 ) -> None:
     with trio.fail_after(60):  # the approval timeout passes in virtual seconds
         async with (
-            running_broker("--block-time", "0", config=manual(timeout=0.5), clock=mock_clock) as (
-                node
-            ),
+            running_broker(
+                ServeOptions(block_time=0), config=manual(timeout=0.5), clock=mock_clock
+            ) as (node),
             signed_in_feed(node) as ws,
         ):
             await next_message(ws)
@@ -237,7 +241,7 @@ async def test_the_feed_says_when_a_request_times_out_or_is_withdrawn(
             await next_of(ws, "approval")
             assert (await next_of(ws, "answered"))["outcome"] == "timedOut"
         async with (
-            running_broker("--block-time", "0", config=manual(), clock=mock_clock) as node,
+            running_broker(ServeOptions(block_time=0), config=manual(), clock=mock_clock) as node,
             signed_in_feed(node) as ws,
         ):
             await next_message(ws)
@@ -274,7 +278,7 @@ def test_a_console_that_falls_behind_is_told_once_and_gets_nothing_more() -> Non
 async def test_a_session_ending_at_its_expiry_leaves_the_console() -> None:
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0", expiry_check=0.05) as node,
+            running_broker(ServeOptions(block_time=0), expiry_check=0.05) as node,
             signed_in_feed(node) as ws,
         ):
             assert node.broker.sessions is not None

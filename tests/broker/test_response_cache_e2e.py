@@ -12,6 +12,7 @@ import trio
 from eth_account import Account
 
 from adapters.devchain import DevChainAdapter
+from broker.compose import ServeOptions
 from schemas.errors import RpcError
 from schemas.jsonrpc import encode, error_object
 from tests.support.inprocess import running_broker
@@ -66,7 +67,10 @@ async def _queries(client: httpx.AsyncClient, url: str, adapter: DevChainAdapter
 async def test_no_stale_answer_through_heads_transactions_and_reorgs() -> None:
     rng = random.Random(17)
     with trio.fail_after(120):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        async with (
+            running_broker(ServeOptions(block_time=0)) as node,
+            httpx.AsyncClient() as client,
+        ):
             adapter = node.broker.networks.by_name("dev").adapter
             assert isinstance(adapter, DevChainAdapter)
             url = node.http_url()

@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from broker.compose import ServeOptions
 from broker.session_service import EXPIRY_CHECK
 from broker.sessions import Identity
 from tests.broker.test_subscriptions_e2e import mine, token_address, transfer
@@ -234,7 +235,9 @@ async def clocked_node(mock_clock: trio.testing.MockClock) -> AsyncIterator[Runn
     """The ``node`` on trio's clock: it runs at real speed (the dev chain mines in a worker
     thread, which a jumping clock would outrun) and jumps where the test says."""
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0", clock=mock_clock, autojump=False) as node:
+        async with running_broker(
+            ServeOptions(block_time=0), clock=mock_clock, autojump=False
+        ) as node:
             yield node
 
 

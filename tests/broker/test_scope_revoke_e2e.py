@@ -5,6 +5,7 @@ from typing import Any
 
 import trio
 
+from broker.compose import ServeOptions
 from broker.config import Config
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker
 
@@ -49,7 +50,7 @@ def head_notice(note: dict[str, Any]) -> tuple[str, str, int]:
 async def test_revoking_one_scope_ends_its_subscriptions_and_tells_the_other_tabs() -> None:
     with trio.fail_after(60):
         async with (
-            running_broker("--block-time", "0", config=TWO_NETWORKS) as node,
+            running_broker(ServeOptions(block_time=0), config=TWO_NETWORKS) as node,
             dapp(node.ws_url(), origin=ORIGIN) as requester,
             dapp(node.ws_url(), origin=ORIGIN) as other_tab,
             # another identity, subscribed directly to the second network's heads: once it has a

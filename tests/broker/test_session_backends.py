@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 
+from broker.compose import ServeOptions
 from broker.config import Config
 from broker.redis import RedisSessionStore
 from broker.sessions import Identity
@@ -42,17 +43,17 @@ NEVER = 3600.0
 
 
 @pytest.fixture(params=["memory", "redis"])
-def backend(request: pytest.FixtureRequest) -> Iterator[list[str]]:
-    """The ``scopecast serve`` arguments of the backend."""
+def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The Redis URL of the backend (None: in memory)."""
     if request.param == "memory":
-        yield []
+        yield None
     else:
         with redis_server() as server:  # a server per test: the broker uses the default prefix
-            yield ["--redis-url", server.url]
+            yield server.url
 
 
 def serving(
-    backend: list[str],
+    backend: str | None,
     *,
     expiry_check: float = NEVER,
     clock: trio.testing.MockClock | None = None,
@@ -61,9 +62,7 @@ def serving(
     trio's clock, which runs at real speed (Redis is a process of its own) and jumps when the
     test says."""
     return running_broker(
-        "--block-time",
-        "0",
-        *backend,
+        ServeOptions(block_time=0, redis_url=backend),
         config=TWO_CHAINS,
         expiry_check=expiry_check,
         clock=clock,
@@ -101,7 +100,7 @@ async def session_changed(conn: Dapp) -> dict[str, Any]:
     return scopes
 
 
-async def test_a_session_is_shared_updated_and_revoked(backend: list[str]) -> None:
+async def test_a_session_is_shared_updated_and_revoked(backend: str | None) -> None:
     with trio.fail_after(60):
         async with (
             serving(backend) as node,
@@ -149,7 +148,7 @@ async def test_a_session_is_shared_updated_and_revoked(backend: list[str]) -> No
             assert a.notifications == b.notifications == []
 
 
-async def test_operator_update_of_a_missing_session_is_refused(backend: list[str]) -> None:
+async def test_operator_update_of_a_missing_session_is_refused(backend: str | None) -> None:
     with trio.fail_after(60):
         async with serving(backend) as node:
             reply = await node.admin(
@@ -158,7 +157,7 @@ async def test_operator_update_of_a_missing_session_is_refused(backend: list[str
             assert reply["error"]["code"] == -32602
 
 
-async def test_only_the_sessions_of_dapps_connected_here_are_tracked(backend: list[str]) -> None:
+async def test_only_the_sessions_of_dapps_connected_here_are_tracked(backend: str | None) -> None:
     # With Redis every process hears every change: each tracks (and ends at expiry) only the
     # sessions of its own dapps, which scopecast_sessions counts.
     with trio.fail_after(60):
@@ -187,7 +186,7 @@ async def test_only_the_sessions_of_dapps_connected_here_are_tracked(backend: li
 
 
 async def test_expiry_ends_the_session_on_every_connection(
-    backend: list[str], mock_clock: trio.testing.MockClock
+    backend: str | None, mock_clock: trio.testing.MockClock
 ) -> None:
     with trio.fail_after(60):
         async with (
@@ -237,7 +236,7 @@ async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
     logger.addHandler(records)
     try:
         with redis_server() as redis, trio.fail_after(60):
-            serve = serving(["--redis-url", redis.url], expiry_check=0.05, clock=mock_clock)
+            serve = serving(redis.url, expiry_check=0.05, clock=mock_clock)
             async with serve as node:
                 assert node.broker.sessions is not None
                 store = node.broker.sessions.store

@@ -6,6 +6,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from broker.compose import ServeOptions
 from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 
 DEV = "eip155:1337"
@@ -103,7 +104,7 @@ async def test_connections_of_one_identity_share_the_session_and_see_changes(
 
 async def test_other_api_key_is_another_identity() -> None:
     with trio.fail_after(60):
-        async with running_broker("--api-key", "k1", "--api-key", "k2") as node:
+        async with running_broker(ServeOptions(api_keys=["k1", "k2"])) as node:
             async with dapp(node.ws_url("k1")) as a, dapp(node.ws_url("k2")) as b:
                 await a.result("wallet_createSession", {"optionalScopes": scopes()})
                 assert (await b.result("wallet_getSession", {}))["sessionScopes"] == {}
@@ -233,7 +234,7 @@ async def test_expiry_ends_the_session_and_tells_connections(
     # The clock jumps whenever the broker waits: the checks come every 0.2 s, on trio's clock.
     with trio.fail_after(30):
         async with (
-            running_broker("--block-time", "0", expiry_check=0.2, clock=mock_clock) as node,
+            running_broker(ServeOptions(block_time=0), expiry_check=0.2, clock=mock_clock) as node,
             dapp(node.ws_url()) as a,
         ):
             soon = (node.now() + timedelta(seconds=2)).isoformat()
@@ -247,7 +248,10 @@ async def test_expiry_ends_the_session_and_tells_connections(
 
 async def test_manual_approval_parks_until_the_operator_answers() -> None:
     with trio.fail_after(60):
-        async with running_broker("--approval", "manual") as node, dapp(node.ws_url()) as a:
+        async with (
+            running_broker(ServeOptions(approval="manual")) as node,
+            dapp(node.ws_url()) as a,
+        ):
             replies: list[Any] = []
 
             async def create() -> None:

@@ -7,6 +7,7 @@ import httpx
 import trio
 
 from adapters.solana import dev_chain_id
+from broker.compose import ServeOptions
 from tests.support.inprocess import running_broker
 
 SOLANA = dev_chain_id()
@@ -14,7 +15,10 @@ SOLANA = dev_chain_id()
 
 async def test_two_networks_by_default_in_healthz_and_on_their_urls() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        async with (
+            running_broker(ServeOptions(block_time=0)) as node,
+            httpx.AsyncClient() as client,
+        ):
             health = (await client.get(f"{node.base}/healthz")).json()
             assert health["networks"] == [
                 {"name": "dev", "chain": "eip155:1337"},
@@ -31,7 +35,10 @@ async def test_two_networks_by_default_in_healthz_and_on_their_urls() -> None:
 
 async def test_solana_batches_errors_and_api_keys() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, httpx.AsyncClient() as client:
+        async with (
+            running_broker(ServeOptions(block_time=0)) as node,
+            httpx.AsyncClient() as client,
+        ):
             url = node.http_url(network="solana")
             batch = [
                 {"jsonrpc": "2.0", "id": 1, "method": "getHealth"},
@@ -60,7 +67,7 @@ async def test_rpc_discover_describes_the_solana_methods() -> None:
 
     assert set(METHOD_DOCS) == SolanaMethods.METHODS, "every Solana method is described"
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             document = (await node.rpc("rpc.discover", network="solana"))["result"]
     assert errors_of(document) == []
     methods = {method["name"]: method for method in document["methods"]}

@@ -18,6 +18,7 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58encode
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
+from broker.compose import ServeOptions
 from tests.support.inprocess import Dapp, dapp, running_broker, waiting_approval
 
 DEV = "eip155:1337"
@@ -71,7 +72,7 @@ def unsigned_transfer(sender: str, to: str, lamports: int, blockhash: str) -> st
 
 async def test_one_session_holds_both_chains_with_base58_accounts() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:
+        async with running_broker(ServeOptions(block_time=0)) as node, dapp(node.ws_url()) as conn:
             created = await session(conn, [f"{SOLANA}:{BOB}"])
             scopes = created["sessionScopes"]
             assert scopes[DEV]["accounts"][0].startswith(f"{DEV}:0x")
@@ -86,7 +87,7 @@ async def test_one_session_holds_both_chains_with_base58_accounts() -> None:
 
 async def test_a_solana_namespace_scope_with_references() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:
+        async with running_broker(ServeOptions(block_time=0)) as node, dapp(node.ws_url()) as conn:
             reference = SOLANA.split(":", 1)[1]
             scope = {"references": [reference], "methods": ["getSlot"], "notifications": []}
             created = await conn.result(
@@ -108,7 +109,7 @@ async def test_a_solana_namespace_scope_with_references() -> None:
 
 async def test_solana_signing_through_wallet_invoke_method() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:
+        async with running_broker(ServeOptions(block_time=0)) as node, dapp(node.ws_url()) as conn:
             await session(conn, [f"{SOLANA}:{ALICE}"])
             message = b"hello from scopecast"
             signed = await call(
@@ -165,7 +166,7 @@ async def test_solana_signing_through_wallet_invoke_method() -> None:
 
 async def test_solana_accounts_outside_the_session_and_bad_params_are_refused() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node, dapp(node.ws_url()) as conn:
+        async with running_broker(ServeOptions(block_time=0)) as node, dapp(node.ws_url()) as conn:
             await session(conn, [f"{SOLANA}:{ALICE}"])
             message = base64.b64encode(b"x").decode()
             for address in (BOB, ALICE.lower(), ALICE.upper()):
@@ -193,7 +194,7 @@ async def test_solana_accounts_outside_the_session_and_bad_params_are_refused() 
 
 async def test_manual_approval_shows_the_message_and_the_transfer() -> None:
     with trio.fail_after(60):
-        async with running_broker("--approval", "manual", "--block-time", "0") as node:
+        async with running_broker(ServeOptions(approval="manual", block_time=0)) as node:
             async with dapp(node.ws_url()) as conn:
                 replies: list[Any] = []
 
@@ -254,7 +255,7 @@ async def transfer_from_direct(node: Any, sender: str, to: str, lamports: int) -
 
 async def test_direct_signing_on_the_solana_network() -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
             message = base64.b64encode(b"hello from scopecast").decode()
             reply = await node.rpc(
                 "signMessage",

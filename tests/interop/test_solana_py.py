@@ -34,6 +34,7 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
+from broker.compose import ServeOptions
 from tests.support.inprocess import running_broker
 
 SOL = 1_000_000_000
@@ -45,7 +46,7 @@ async def on_solana(scenario: Callable[[AsyncClient], Awaitable[T]]) -> T:
     """Run ``scenario`` with a client of a fresh broker's Solana network (on an asyncio loop in a
     worker thread)."""
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
 
             async def run() -> T:
                 async with AsyncClient(node.http_url(network="solana")) as client:
@@ -190,7 +191,7 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
     receiver = Keypair().pubkey()
 
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0") as node:
+        async with running_broker(ServeOptions(block_time=0)) as node:
 
             async def run() -> dict[str, Any]:
                 seen: dict[str, Any] = {}

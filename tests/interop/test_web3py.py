@@ -25,6 +25,7 @@ from hexbytes import HexBytes
 from web3 import AsyncWeb3, HTTPProvider, Web3, WebSocketProvider
 from web3.exceptions import BlockNotFound, TransactionNotFound
 
+from broker.compose import ServeOptions
 from tests.support.inprocess import RunningBroker, running_broker
 
 MNEMONIC = "test test test test test test test test test test test junk"
@@ -436,7 +437,7 @@ async def follow_demo_chain(url: str, token_address: str, *, heads_wanted: int) 
 
 async def test_websocket_provider_follows_the_demo_traffic() -> None:
     with trio.fail_after(40):
-        async with running_broker("--block-time", "0.2") as node:
+        async with running_broker(ServeOptions(block_time=0.2)) as node:
             demo = await trio.to_thread.run_sync(
                 lambda: find_demo_token(Web3(HTTPProvider(node.http_url())))
             )

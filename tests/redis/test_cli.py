@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from broker.cli import _work, build_broker, parser
+from broker.compose import ServeOptions
 from broker.config import ConfigError, load_config
 from broker.redis import RedisChangeBus, RedisClient, RedisEventBus, RedisSessionStore
 from broker.sessions import Identity
@@ -31,7 +32,7 @@ async def test_one_process_with_redis_keeps_sessions_and_events_there(
     redis: RedisServer, client: RedisClient
 ) -> None:
     with trio.fail_after(60):
-        async with running_broker("--block-time", "0", "--redis-url", redis.url) as node:
+        async with running_broker(ServeOptions(block_time=0, redis_url=redis.url)) as node:
             async with dapp(node.ws_url(), origin=ORIGIN) as conn:
                 scopes = {DEV: {"methods": ["eth_blockNumber"], "notifications": []}}
                 await conn.result("wallet_createSession", {"optionalScopes": scopes})

@@ -17,8 +17,7 @@ import trio.testing
 import trio_websocket
 
 from broker.app import Broker
-from broker.cli import parser, serve_options
-from broker.compose import build_broker
+from broker.compose import ServeOptions, build_broker
 from broker.config import Config
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from tests.support.waiting import eventually
@@ -76,13 +75,15 @@ class RunningBroker:
 
 @asynccontextmanager
 async def running_broker(
-    *cli_args: str,
+    options: ServeOptions | None = None,
+    *,
     config: Config | None = None,
     expiry_check: float | None = None,
     clock: trio.testing.MockClock | None = None,
     autojump: bool = True,
 ) -> AsyncIterator[RunningBroker]:
-    """Serve a broker built from ``scopecast serve`` arguments; stop it on exit.
+    """Serve a broker built as ``scopecast serve`` builds it (:func:`broker.compose.build_broker`,
+    from ``options`` and ``config``) on 127.0.0.1 port 0; stop it on exit.
 
     ``expiry_check`` sets the period of the session expiry checks before the broker starts (the
     first check waits that long).
@@ -97,9 +98,8 @@ async def running_broker(
     With ``clock``, the broker's wall clock follows it too (:class:`TrioWallClock`, read with
     :meth:`RunningBroker.now`): sessions and tokens expire as the test moves trio's clock on.
     """
-    options = serve_options(parser().parse_args(["serve", "--port", "0", *cli_args]))
     wall_clock: WallClock = SYSTEM_CLOCK if clock is None else TrioWallClock()
-    broker = build_broker(config or Config(), options, clock=wall_clock)
+    broker = build_broker(config or Config(), options or ServeOptions(), clock=wall_clock)
     if expiry_check is not None:
         assert broker.sessions is not None
         broker.sessions.expiry_check = expiry_check

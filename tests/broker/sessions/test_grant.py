@@ -236,9 +236,7 @@ def test_the_wallet_scope_holds_no_accounts() -> None:
 def test_keep_narrows_the_granted_scopes() -> None:
     session = granted(
         {"optionalScopes": {"eip155:1337": DEV_SCOPE, "eip155:1": DEV_SCOPE}},
-        keep=parse_scopes(
-            {"eip155:1": DEV_SCOPE, "eip155:42": DEV_SCOPE}, field="sessionScopes"
-        ),
+        keep=parse_scopes({"eip155:1": DEV_SCOPE, "eip155:42": DEV_SCOPE}, field="sessionScopes"),
     )
     assert list(session.scopes) == ["eip155:1"]
 
