@@ -197,12 +197,12 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def serve_options_of_worker(args: argparse.Namespace) -> ServeOptions:
+def options_of_worker_args(args: argparse.Namespace) -> ServeOptions:
     """What ``scopecast worker``'s flags and environment add to the config file."""
     return ServeOptions(redis_url=args.redis_url or os.environ.get("REDIS_URL"))
 
 
-def serve_options(args: argparse.Namespace) -> ServeOptions:
+def options_of_serve_args(args: argparse.Namespace) -> ServeOptions:
     """What ``scopecast serve``'s flags and environment add to the config file."""
     return ServeOptions(
         host=args.host,
@@ -221,7 +221,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
 
 def build_broker(args: argparse.Namespace, config: Config) -> Broker:
     """The broker ``scopecast serve ARGS`` builds (see :func:`broker.compose.build_broker`)."""
-    return compose.build_broker(config, serve_options(args))
+    return compose.build_broker(config, options_of_serve_args(args))
 
 
 def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
@@ -285,7 +285,7 @@ async def _serve(args: argparse.Namespace, config: Config) -> None:
 async def _work(args: argparse.Namespace, config: Config) -> None:
     specs, _default = network_specs(config)
     require_upstreams(specs, "worker")
-    redis_url = compose.redis_url(serve_options_of_worker(args), config)
+    redis_url = compose.redis_url(options_of_worker_args(args), config)
     if redis_url is None:
         raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
     worker = Worker(

@@ -140,7 +140,7 @@ def build_accounts(
         raise ConfigError(f"[accounts]: {exc}") from None
 
 
-def serve_specs(config: Config, given: ServeOptions) -> tuple[list[NetworkSpec], str | None]:
+def specs_to_serve(config: Config, given: ServeOptions) -> tuple[list[NetworkSpec], str | None]:
     """The networks to serve (the config's, else the embedded dev networks) and the default one's
     name (None: the first), with the options' dev chain flags and block time applied."""
     specs, default = network_specs(config)

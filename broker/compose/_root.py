@@ -31,7 +31,7 @@ from broker.compose._networks import (
     build_network,
     redis_url,
     require_upstreams,
-    serve_specs,
+    specs_to_serve,
 )
 from broker.config import Config, ConfigError, ServerConfig, network_specs
 from broker.connections import ConnectionHook
@@ -149,7 +149,7 @@ def build_broker(
     approvals, access control, the operator API and console. ``clock``: the wall clock sessions,
     tokens and approvals go by (the system's)."""
     given = options or ServeOptions()
-    specs, default = serve_specs(config, given)
+    specs, default = specs_to_serve(config, given)
     server = config.server
     redis_at = redis_url(given, config)
     if given.role == "web":

@@ -16,8 +16,7 @@ import wsproto.events as wse
 from wsproto.connection import Connection, ConnectionType
 
 from broker.admin import WRONG_TOKEN
-from broker.cli import parser, serve_options
-from broker.compose import build_broker
+from broker.compose import ServeOptions, build_broker
 from broker.config import Config
 from broker.console._feed import OperatorFeed
 from broker.console._feed_connection import (
@@ -71,7 +70,7 @@ class Console:
 @pytest.fixture
 def feed() -> OperatorFeed:
     """The operator feed of a broker as ``scopecast serve`` builds it (not served)."""
-    broker = build_broker(Config(), serve_options(parser().parse_args(["serve", "--port", "0"])))
+    broker = build_broker(Config(), ServeOptions())
     assert broker.console is not None
     return broker.console.feed
 
