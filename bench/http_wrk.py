@@ -1,7 +1,9 @@
 """HTTP JSON-RPC measured with ``wrk``: scopecast's node methods beside Node's own ``http`` server.
 
 Each call is posted by ``wrk -t1 -c64`` (keep-alive; the server pinned to one core, wrk to the
-other) for the settings' HTTP seconds, to three systems in the same run:
+other) for the settings' HTTP seconds, ``http_rounds`` times per system, the systems taking turns
+round by round (on a shared machine, a burst of other work then hits both alike); each figure is
+the median of its rounds. Three systems, in the same run:
 
 - scopecast serving the dev chain (``bench.server devchain``), with its response cache as shipped;
 - Node 20's ``http`` module (``bench/peers/node/http_server.mjs``) decoding the JSON-RPC envelope
@@ -16,8 +18,10 @@ more), so HTTP figures come from wrk only.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import statistics
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -87,18 +91,34 @@ def parse_wrk(output: str) -> dict[str, Any]:
     return figures
 
 
-def wrk(settings: Settings, url: str, script: Path) -> dict[str, Any]:
-    """One wrk run against ``url``, pinned to the load cores."""
+def _cpu_ticks(pid: int) -> int:
+    """User and system CPU time of process ``pid`` so far, in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wrk(settings: Settings, url: str, script: Path, pid: int | None = None) -> dict[str, Any]:
+    """One wrk run against ``url``, pinned to the load cores; with the server's ``pid``, also
+    its CPU time per request (user + system): a figure other work on the machine moves less than
+    the rate."""
     seconds = max(1, round(settings.http_seconds))
     argv = ["wrk", "-t1", f"-c{settings.http_clients}", f"-d{seconds}s", "--latency"]
     argv += ["-s", str(script), url]
     warmup = ["wrk", "-t1", f"-c{settings.http_clients}", "-d1s", "-s", str(script), url]
     pin = ["taskset", "-c", ",".join(str(c) for c in sorted(settings.load_cpus))]
     subprocess.run(pin + warmup, capture_output=True, check=True, timeout=60)
+    before = _cpu_ticks(pid) if pid is not None else 0
     done = subprocess.run(
         pin + argv, capture_output=True, text=True, check=True, timeout=seconds + 60
     )
-    return parse_wrk(done.stdout)
+    figures = parse_wrk(done.stdout)
+    if pid is not None:
+        requests = re.search(r"(\d+) requests in", done.stdout)
+        if requests is not None and int(requests.group(1)):
+            ticks = _cpu_ticks(pid) - before
+            per_request = ticks / os.sysconf("SC_CLK_TCK") / int(requests.group(1))
+            figures["cpu_us"] = round(per_request * 1e6, 2)
+    return figures
 
 
 class NodePeer:
@@ -123,13 +143,45 @@ class NodePeer:
         self.proc.wait(10)
 
 
+def _median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median req/s, p50, p99 and server CPU per request of several wrk runs (each median
+    taken on its own), with every run kept."""
+    keys = [key for key in ("req_per_s", "p50_ms", "p99_ms", "cpu_us") if key in runs[0]]
+    figures: dict[str, Any] = {
+        key: round(statistics.median(run[key] for run in runs), 3) for key in keys
+    }
+    figures["req_per_s"] = round(figures["req_per_s"])
+    problems = [problem for run in runs for problem in run.get("problems", [])]
+    if problems:
+        figures["problems"] = problems
+    figures["runs"] = [{key: run[key] for key in keys} for run in runs]
+    return figures
+
+
+def _alternate(
+    settings: Settings, ours: tuple[str, int], theirs: tuple[str, int], script: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """wrk against ``ours`` and ``theirs`` (url, server pid) in turns, ``http_rounds`` times
+    each."""
+    mine, peer = [], []
+    for _ in range(settings.http_rounds):
+        mine.append(wrk(settings, ours[0], script, ours[1]))
+        peer.append(wrk(settings, theirs[0], script, theirs[1]))
+    return _median_figures(mine), _median_figures(peer)
+
+
 def run_http(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
-    """Every call against scopecast and the Node peer, and the two constant-reply ceilings."""
+    """Every call against scopecast and the Node peer in turns, and our constant-reply ceiling
+    beside the peer."""
     if shutil.which("wrk") is None:
         raise ChildError("wrk is not installed (make bench installs it with apt)")
     work = settings.run_dir / "http"
     work.mkdir(exist_ok=True)
-    results: dict[str, Any] = {"clients": settings.http_clients, "calls": {}}
+    results: dict[str, Any] = {
+        "clients": settings.http_clients,
+        "rounds": settings.http_rounds,
+        "calls": {},
+    }
     server = start_scopecast("devchain")(settings, "scopecast-http")
     replies: dict[str, Path] = {}
     try:
@@ -146,20 +198,23 @@ def run_http(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
             replies[name] = work / f"reply-{len(replies)}.json"
             replies[name].write_bytes(reply)
             script = _lua(encoded, work / f"call-{len(replies)}.lua")
-            figures = wrk(settings, url, script)
-            results["calls"][name] = {"bytes": len(reply), "scopecast": figures}
-            log(f"  wrk {name}: scopecast {figures['req_per_s']:,}/s p99 {figures['p99_ms']} ms")
+            peer = NodePeer(settings, replies[name])
+            try:
+                ours, node = _alternate(
+                    settings,
+                    (url, server.pid),
+                    (f"http://127.0.0.1:{peer.port}/", peer.proc.pid),
+                    script,
+                )
+            finally:
+                peer.stop()
+            results["calls"][name] = {"bytes": len(reply), "scopecast": ours, "node": node}
+            log(
+                f"  wrk {name}: scopecast {ours['req_per_s']:,}/s p99 {ours['p99_ms']} ms, "
+                f"node http {node['req_per_s']:,}/s p99 {node['p99_ms']} ms"
+            )
     finally:
         server.stop()
-    for index, (name, reply_path) in enumerate(replies.items()):
-        peer = NodePeer(settings, reply_path)
-        try:
-            script = work / f"call-{index + 1}.lua"
-            figures = wrk(settings, f"http://127.0.0.1:{peer.port}/", script)
-        finally:
-            peer.stop()
-        results["calls"][name]["node"] = figures
-        log(f"  wrk {name}: node http {figures['req_per_s']:,}/s p99 {figures['p99_ms']} ms")
     block_reply = json.loads(replies["eth_getBlockByNumber latest"].read_bytes())
     result_file = work / "constant-result.json"
     result_file.write_text(json.dumps(block_reply["result"], separators=(",", ":")))
@@ -169,13 +224,23 @@ def run_http(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
         cpus=settings.server_cpus,
         log_dir=settings.run_dir,
     )
+    peer = NodePeer(settings, replies["eth_getBlockByNumber latest"])
     try:
         port = constant.wait_ready()
         script = work / "call-3.lua"  # eth_getBlockByNumber latest
-        results["constant"] = wrk(settings, f"http://127.0.0.1:{port}/v3/dev", script)
+        results["constant"], results["constant_node"] = _alternate(
+            settings,
+            (f"http://127.0.0.1:{port}/v3/dev", constant.pid),
+            (f"http://127.0.0.1:{peer.port}/", peer.proc.pid),
+            script,
+        )
     finally:
         constant.stop()
-    log(f"  wrk scopecast constant reply: {results['constant']['req_per_s']:,}/s")
+        peer.stop()
+    log(
+        f"  wrk scopecast constant reply: {results['constant']['req_per_s']:,}/s beside node "
+        f"http {results['constant_node']['req_per_s']:,}/s"
+    )
     return results
 
 

@@ -62,7 +62,9 @@ class Settings:
     burst: int = 20
     rounds: int = 5
     warmup_burst: int = 5
-    http_seconds: float = 10.0
+    http_seconds: float = 5.0
+    #: wrk runs of each system per HTTP call, alternating scopecast and the Node peer (medians)
+    http_rounds: int = 3
     http_warmup: float = 1.0
     settle_seconds: float = 0.5
     #: Blocks of the log chain eth-tester queries (None: all of them, as scopecast).
@@ -89,6 +91,7 @@ class Settings:
                 rounds=2,
                 warmup_burst=3,
                 http_seconds=2.0,
+                http_rounds=2,
                 http_warmup=0.5,
                 settle_seconds=0.2,
                 getlogs_repeat=5,
