@@ -128,14 +128,15 @@ class Connections:
 
     async def serve_heartbeat(self) -> None:
         """Ping every connection each ``ping_interval``; close those that did not answer the
-        last ping (1011 ping timeout), until cancelled."""
+        last ping (4009 ping timeout), until cancelled."""
+        interval = self._limits.ping_interval
+        now = trio.current_time()
         while True:
-            await trio.sleep(self._limits.ping_interval)
+            # A pong is due by the next tick: the time slept until, so the tick finds it past.
+            await trio.sleep_until(now + interval)
+            now = trio.current_time()
             for conn in list(self._open):
-                if conn.awaiting_pong:
-                    conn.close(frames.CLOSE_PING_TIMEOUT, "ping timeout")
-                else:
-                    conn.ping()
+                conn.heartbeat(now, now + interval)
 
     def _slow_consumer(self, conn: WebSocketConnection) -> None:
         self._metrics.slow_consumers.inc()
