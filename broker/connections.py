@@ -111,7 +111,7 @@ class Connections:
                 # No await since the resume's last read: the hooks see every later change.
                 for hook in self._connect_hooks:
                     hook(conn)
-                await conn.serve(trailing)
+                await conn.run(trailing)
             finally:
                 try:
                     if self._resume is not None:  # before _forget ends its subscriptions

@@ -1,6 +1,6 @@
 """One dapp WebSocket: the trio shell of :mod:`broker.ws_protocol`; frames leave through the outbox.
 
-A connection costs one task (the reader, :meth:`WebSocketConnection.serve`, run in the task that
+A connection costs one task (the reader, :meth:`WebSocketConnection.run`, run in the task that
 accepted the TCP connection) and a few small objects: an idle connection is what a broker holds
 most of. Calls run concurrently (each reply carries its id) as tasks of the broker's shared nursery,
 each under its own cancel scope, up to ``max_inflight`` per connection; past that the reader waits,
@@ -150,7 +150,7 @@ class WebSocketConnection:
         self.outbox.stop()
         self._stream.socket.close()
 
-    async def serve(self, first_bytes: bytes) -> None:
+    async def run(self, first_bytes: bytes) -> None:
         """Read frames until the peer leaves or the connection closes; then stop its calls."""
         try:
             if first_bytes:

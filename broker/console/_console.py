@@ -83,6 +83,6 @@ class OperatorConsole:
                 dev_token=self._dev_token,
                 stopping=self._stopping,
             )
-            await connection.serve(trailing)
+            await connection.run(trailing)
 
         return run

@@ -67,7 +67,7 @@ class FeedConnection:
         self._close_frame: bytes | None = None
         self._scope = trio.CancelScope()
 
-    async def serve(self, trailing: bytes) -> None:
+    async def run(self, trailing: bytes) -> None:
         """Serve the console until it leaves, is closed, or the server stops."""
         try:
             async with trio.open_nursery() as nursery:

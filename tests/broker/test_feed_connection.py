@@ -93,7 +93,7 @@ async def feed_connection(
     ended: list[float] = []
 
     async def serve() -> None:
-        await connection.serve(b"")
+        await connection.run(b"")
         ended.append(trio.current_time())
 
     with trio.fail_after(60):  # virtual seconds: a hang here is the bug
