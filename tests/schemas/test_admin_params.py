@@ -36,6 +36,7 @@ def test_an_object_or_an_array_of_one_object() -> None:
         (b'{"apiKey": "k", "scopes": "eip155:1"}', revoke_session_params, "$.scopes"),
         (b'{"apiKey": "k", "scopes": [1]}', revoke_session_params, "$.scopes[0]"),
         (b'{"id": "1", "accounts": "0xabc"}', approve_params, "$.accounts"),
+        (b'{"id": "1", "accounts": ["0xabc", 7]}', approve_params, "$.accounts[1]"),
         (b"{}", reject_params, "`id`"),
         (b"null", reject_params, "`id`"),
         (b"[]", reject_params, "`id`"),
