@@ -18,13 +18,10 @@ from typing import Any, ClassVar, Protocol, Self
 import msgspec
 import trio
 
+from schemas.caip import is_evm as is_evm  # the family rule, re-exported for plug-ins
+
 #: The notifications every EVM chain adapter can deliver (``eth_subscribe`` results).
 EVM_NOTIFICATIONS: frozenset[str] = frozenset({"eth_subscription"})
-
-
-def is_evm(chain: str) -> bool:
-    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace."""
-    return chain.startswith("eip155:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,7 +369,9 @@ class AccountAdapter(ABC):
 
     @abstractmethod
     def accounts(self, chain: str) -> Sequence[str]:
-        """Lowercase ``0x`` addresses held for ``chain``, in the wallet's order."""
+        """The addresses held for ``chain``, in the wallet's order, each in its namespace's
+        canonical CAIP-10 form (:func:`schemas.caip.normalize_address`: EVM lowercase ``0x`` hex,
+        Solana base58 as it is written)."""
 
     @abstractmethod
     def methods(self, chain: str) -> frozenset[str]:
