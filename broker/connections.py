@@ -10,7 +10,6 @@ from typing import Final
 from urllib.parse import unquote
 
 import trio
-from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import frames
 from broker.dispatch import CallContext, Dispatcher
@@ -21,7 +20,7 @@ from broker.metrics import Metrics
 from broker.resume import ResumeKeeper
 from broker.resume._keeper import resumed_message
 from broker.websocket import WebSocketConnection
-from broker.ws_protocol import accept_handshake
+from broker.ws_protocol import RemoteProtocolError, accept_handshake
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ class Connections:
         resume_from = _query_value(request.target, b"resume")
         try:
             accept = accept_handshake(request.headers, request.target)
-        except (WsHandshakeError, RpcError) as exc:
+        except (RemoteProtocolError, RpcError) as exc:
             return HttpResponse(400, str(exc).encode())
         return self._session(accept, context, resume_from)
 

@@ -33,6 +33,7 @@ import wsproto
 import wsproto.events as wse
 from wsproto.connection import Connection as FrameParser
 from wsproto.connection import ConnectionType
+from wsproto.utilities import ProtocolError as WsProtocolError
 
 from broker import frames
 
@@ -64,6 +65,11 @@ _ALLOWED: Final[dict[str, frozenset[State]]] = {
 
 class LocalProtocolError(Exception):
     """The shell asked for something its connection's state does not allow (a bug of ours)."""
+
+
+class RemoteProtocolError(Exception):
+    """The client broke the rules: its upgrade request is not a valid WebSocket handshake (the
+    text says what is wrong; it is answered with 400)."""
 
 
 class Message:
@@ -101,12 +107,18 @@ class CloseRequested:
 
 
 def accept_handshake(headers: list[tuple[bytes, bytes]], target: bytes) -> bytes:
-    """The ``101 Switching Protocols`` answer to an upgrade request (raises
-    ``wsproto.utilities.ProtocolError`` when it is not a valid WebSocket handshake)."""
+    """The ``101 Switching Protocols`` answer to an upgrade request.
+
+    Raises:
+        RemoteProtocolError: the request is not a valid WebSocket handshake.
+    """
     handshake = wsproto.WSConnection(ConnectionType.SERVER)
-    handshake.initiate_upgrade_connection(headers, target)
-    for _event in handshake.events():
-        pass
+    try:
+        handshake.initiate_upgrade_connection(headers, target)
+        for _event in handshake.events():
+            pass
+    except WsProtocolError as exc:
+        raise RemoteProtocolError(str(exc)) from None
     return handshake.send(wse.AcceptConnection())
 
 

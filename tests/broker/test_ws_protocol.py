@@ -22,8 +22,10 @@ from broker.ws_protocol import (
     LocalProtocolError,
     Message,
     PongReceived,
+    RemoteProtocolError,
     SendFrame,
     WebSocketProtocol,
+    accept_handshake,
 )
 
 LIMIT = 1024
@@ -223,3 +225,29 @@ def test_an_ended_connection_reads_nothing_and_pings_no_more() -> None:
     assert machine.receive_data(client.send(wse.TextMessage("late"))) == []
     assert machine.heartbeat(0.0, 30.0) is None
     assert machine.close(frames.CLOSE_NORMAL, "", now=0.0) is None
+
+
+# -- the handshake ------------------------------------------------------------------------------
+
+UPGRADE = [
+    (b"host", b"localhost"),
+    (b"upgrade", b"websocket"),
+    (b"connection", b"Upgrade"),
+    (b"sec-websocket-version", b"13"),
+    (b"sec-websocket-key", b"dGhlIHNhbXBsZSBub25jZQ=="),
+]
+
+
+def test_a_valid_upgrade_is_answered_101_with_the_keys_accept_value() -> None:
+    answer = accept_handshake(UPGRADE, b"/ws/v3/dev")
+    head = answer.split(b"\r\n")
+    assert head[0].startswith(b"HTTP/1.1 101 ")
+    # RFC 6455 section 1.3's own example: this key's accept value.
+    assert b"sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo=" in [h.lower() for h in head]
+
+
+@pytest.mark.parametrize("missing", [b"sec-websocket-key", b"sec-websocket-version", b"upgrade"])
+def test_an_upgrade_missing_a_header_is_the_clients_error(missing: bytes) -> None:
+    headers = [(name, value) for name, value in UPGRADE if name != missing]
+    with pytest.raises(RemoteProtocolError):
+        accept_handshake(headers, b"/ws/v3/dev")
