@@ -9,8 +9,7 @@ protocol violation). The machine also counts the calls under way (past ``max_inf
 answers the next one itself, which pushes back on the client), says when to ping and when a ping
 went unanswered, and keeps the deadlines the shell waits for: the pong's, and the close grace's.
 
-Its states, and what each allows (anything else is a :class:`LocalProtocolError` that changes
-nothing):
+Its states, and what each allows:
 
 ========== ===================================================================================
 OPEN       everything: bytes are read, calls counted in, pings sent
@@ -20,8 +19,11 @@ CLOSING    our close frame (or the slow-consumer one) is queued; the shell close
 CLOSED     the socket is gone
 ========== ===================================================================================
 
-Frames sent to the client are built by :mod:`broker.frames` (once, for many connections), not
-here: this machine parses only the inbound side.
+Counting a call in or draining outside OPEN (:data:`_ALLOWED`), or counting out a call that never
+arrived, is a :class:`LocalProtocolError` that changes nothing; a close, an overflow or a heartbeat
+on a connection already ending does nothing and says so (None, False); bytes outside OPEN are
+discarded. Messages and fan-out frames are built by :mod:`broker.frames` (once, for many
+connections); the machine hands out only its control frames (pong, ping, close).
 """
 
 from __future__ import annotations
