@@ -7,7 +7,7 @@ tests and benchmarks that bring adapter instances of their own build the core al
 Objects receive what they use: nothing registers itself into the broker. In parts:
 
 - :mod:`._networks`: the networks, chain adapters and account adapter a config and options
-  describe (the embedded dev networks by default), and the Redis of a deployment;
+  describe (the installed adapters' development networks by default), and the Redis of a deployment;
 - :mod:`._core`: the core every broker serves (:class:`broker.core.Core`: the dispatcher,
   subscriptions, filters, resume, the event path), and a broker of it alone;
 - :mod:`._root`: the rest (Redis backends, sessions and approvals, access control, the operator
@@ -17,10 +17,6 @@ Objects receive what they use: nothing registers itself into the broker. In part
 from broker.compose._core import build_core as build_core
 from broker.compose._core import build_core_broker as build_core_broker
 from broker.compose._networks import DEV_ADMIN_TOKEN as DEV_ADMIN_TOKEN
-from broker.compose._networks import DEV_CHAIN as DEV_CHAIN
-from broker.compose._networks import DEV_NETWORK as DEV_NETWORK
-from broker.compose._networks import EMBEDDED_ADAPTERS as EMBEDDED_ADAPTERS
-from broker.compose._networks import SOLANA_NETWORK as SOLANA_NETWORK
 from broker.compose._networks import ServeOptions as ServeOptions
 from broker.compose._networks import build_network as build_network
 from broker.compose._networks import redis_url as redis_url
