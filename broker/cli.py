@@ -26,8 +26,9 @@ from broker.compose import (
     require_upstreams,
 )
 from broker.config import Config, ConfigError, env_list, load_config, network_specs
+from broker.redis import LeaseTiming
 from broker.status_server import serve_status
-from broker.worker import LeaseTiming, Worker
+from broker.worker import Worker
 
 log = logging.getLogger("scopecast")
 
