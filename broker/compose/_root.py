@@ -205,7 +205,7 @@ def build_broker(
     access = None
     if config.keys:
         access = _access_control(config, core, redis.client if redis else None, clock)
-        services.append(access.serve)
+        services.append(access.start)
         if access.uses_tokens:
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
