@@ -88,7 +88,10 @@ def build_network(spec: NetworkSpec) -> Network:
         raise ConfigError(f"network {spec.name}: {exc}") from None
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
-    adapter = cls.from_spec(spec)
+    try:
+        adapter = cls.from_spec(spec)
+    except ValueError as exc:  # the SDK's contract for bad options (ConfigError passes as is)
+        raise ConfigError(f"networks.{spec.name} ({spec.adapter} adapter): {exc}") from None
     return Network(spec.name, spec.chain, adapter, direct_signing=cls.embedded)
 
 

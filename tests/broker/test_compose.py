@@ -7,7 +7,8 @@ import httpx
 import pytest
 import trio
 
-from broker.compose import ServeOptions, build_broker, open_broker
+from adapters.base import NetworkSpec
+from broker.compose import ServeOptions, build_broker, build_network, open_broker
 from broker.config import Config, ConfigError
 from tests.support.rawws import RawWebSocket
 
@@ -59,3 +60,10 @@ async def test_leaving_open_broker_closes_websockets_with_1012_as_a_deploy_does(
                 clients.start_soon(until_closed, conn)
             # Left: the connection was drained before the broker stopped.
     assert codes == [1012]
+
+
+def test_a_plug_in_refusing_its_options_is_a_configuration_error_naming_the_network() -> None:
+    # The SDK's contract: from_spec raises ValueError for bad options (the example plug-in does).
+    spec = NetworkSpec("ledger", "ledger:demo", "example-ledger", {"genisis": ["x"]})
+    with pytest.raises(ConfigError, match=r"^networks.ledger \(example-ledger adapter\): .*genisis"):
+        build_network(spec)
