@@ -276,6 +276,11 @@ class ChainAdapter(ABC):
         """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
         return None
 
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        """The chain's head block now (where a new ingestion leader backfills to); None if
+        unknown (the default: the adapter's next report fills the gap instead)."""
+        return None
+
     def subscription_family(self, chain: str) -> SubscriptionFamily | None:
         """The family whose subscriptions ``chain`` serves beside (or instead of) the EVM's
         ``eth_subscribe``; None (the default): none. An adapter that returns one reports the

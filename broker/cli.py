@@ -21,14 +21,11 @@ from broker.app import DEV_API_KEY, Broker
 from broker.compose import (
     DEV_ADMIN_TOKEN,
     ServeOptions,
-    build_network,
     open_broker,
-    require_upstreams,
 )
-from broker.config import Config, ConfigError, env_list, load_config, network_specs
+from broker.config import Config, ConfigError, env_list, load_config
 from broker.redis import LeaseTiming
 from broker.status_server import serve_status
-from broker.worker import Worker
 
 log = logging.getLogger("scopecast")
 
@@ -275,16 +272,8 @@ async def _serve(options: ServeOptions, config: Config) -> None:
 
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
-    specs, _default = network_specs(config)
-    require_upstreams(specs, "worker")
-    redis_url = compose.redis_url(options_of_worker_args(args), config)
-    if redis_url is None:
-        raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
-    worker = Worker(
-        [build_network(spec) for spec in specs],
-        redis_url,
-        maxlen=config.server.stream_maxlen,
-        timing=LeaseTiming.for_ttl(args.lease_ttl),
+    worker = compose.build_worker(
+        config, options_of_worker_args(args), timing=LeaseTiming.for_ttl(args.lease_ttl)
     )
     await worker.start_adapters()  # as in _serve: a configuration error is one clear line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

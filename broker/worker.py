@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 import anyio
-import msgspec
 import trio
 from coredis.exceptions import RedisError
 
@@ -256,10 +255,7 @@ class ChainLeader:
 
     async def _latest(self) -> ChainBlock | None:
         try:
-            number = await self.adapter.call(self.chain, "eth_blockNumber", msgspec.Raw(b"[]"))
-            if isinstance(number, msgspec.Raw):
-                number = msgspec.json.decode(number)
-            return await self.adapter.fetch_block(self.chain, number=int(number, 16))
+            return await self.adapter.latest_block(self.chain)
         except Exception as exc:  # the adapter's next report fills the gap instead
             log.warning("%s: cannot read the node's head to backfill (%r)", self.chain, exc)
             return None

@@ -533,6 +533,10 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
             raise ValueError("fetch_block needs number or block_hash")
         return None if record is None else record.chain_block()
 
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        self._check_chain(chain)
+        return self.chain.head.chain_block()
+
     async def serve_ingestion(
         self,
         chain: str,

@@ -10,6 +10,7 @@ Objects receive what they use: nothing registers itself into the broker. In part
   describe (the installed adapters' development networks by default), and the Redis of a deployment;
 - :mod:`._core`: the core every broker serves (:class:`broker.core.Core`: the dispatcher,
   subscriptions, filters, resume, the event path), and a broker of it alone;
+- :mod:`._worker`: the ``scopecast worker`` role (a leader per chain, publishing to Redis);
 - :mod:`._root`: the rest (Redis backends, sessions and approvals, access control, the operator
   API and console), wired to the core.
 """
@@ -23,3 +24,4 @@ from broker.compose._networks import redis_url as redis_url
 from broker.compose._networks import require_upstreams as require_upstreams
 from broker.compose._root import build_broker as build_broker
 from broker.compose._root import open_broker as open_broker
+from broker.compose._worker import build_worker as build_worker
