@@ -13,6 +13,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self
 
 import msgspec
@@ -136,6 +137,17 @@ class NetworkSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class DevOptions:
+    """What ``scopecast serve`` says of the development chains it serves when no network is
+    configured (``--block-time``; ``--genesis``, ``--chain-file``, ``--forkchoice``)."""
+
+    block_time: float | None = None
+    genesis: Path | None = None
+    chain_file: Path | None = None
+    forkchoice: Path | None = None
+
+
 class EventMatcher(Protocol):
     """One subscription of a chain family, parsed: what it matches among the family's events and
     the ``result`` it sends for one. Subscriptions with equal :attr:`key` render the same bytes
@@ -190,6 +202,20 @@ class ChainAdapter(ABC):
 
     #: The entry-point name of the adapter (``devchain``, ``upstream``, ...).
     name: ClassVar[str]
+    #: Whether its chains live inside the process (a development chain): never shared between
+    #: processes, paced by ``--block-time``, signed for directly with the account adapter's
+    #: development keys (see :meth:`AccountAdapter.complete_options`).
+    embedded: ClassVar[bool] = False
+
+    @classmethod
+    def dev_network(cls, options: DevOptions) -> NetworkSpec | None:
+        """The network this adapter serves when no network is configured (a development chain),
+        or None (the default: none).
+
+        Raises:
+            ConfigError: the options (a genesis file, say) are unusable.
+        """
+        return None
 
     @classmethod
     @abstractmethod
@@ -245,6 +271,11 @@ class ChainAdapter(ABC):
         self, chain: str, *, number: int | None = None, block_hash: str | None = None
     ) -> ChainBlock | None:
         """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
+        return None
+
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        """The chain's head block now (where a new ingestion leader backfills to); None if
+        unknown (the default: the adapter's next report fills the gap instead)."""
         return None
 
     def subscription_family(self, chain: str) -> SubscriptionFamily | None:
@@ -345,6 +376,25 @@ class AccountAdapter(ABC):
     """Holds accounts and implements account methods (SPEC area B)."""
 
     name: ClassVar[str]
+
+    @classmethod
+    def complete_options(
+        cls,
+        chains: Sequence[str],
+        options: Mapping[str, Any],
+        *,
+        dev_chains: Sequence[str],
+        configured: bool,
+    ) -> Mapping[str, Any]:
+        """The options to build with (:meth:`from_options`): ``options`` with this adapter's
+        defaults for development. ``dev_chains``: the embedded development chains served;
+        ``configured``: whether the config has an ``[accounts]`` table. The default: ``options``
+        unchanged.
+
+        Raises:
+            ConfigError: ``options`` are incomplete for ``chains``.
+        """
+        return options
 
     @classmethod
     @abstractmethod

@@ -37,10 +37,11 @@ from broker.http import (
 from broker.http_reactor import HttpReactor
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.routing import Endpoint, route
-from broker.start_up import answer_not_ready, holding, is_loopback
+from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
 from schemas.errors import ConfigError
 
 if TYPE_CHECKING:
+    from adapters.base import ChainAdapter
     from broker.session_service import SessionService
 
 log = logging.getLogger(__name__)
@@ -123,25 +124,40 @@ class Broker:
         self.admin = admin
         self.console = console
         self.sessions = sessions
+        #: Where it listens, once serving.
+        self.host: str | None = None
         self.port: int | None = None
         self._services = (core.events.start, *services)
         self._resources = list(resources)
         self._shutdown = shutdown if shutdown is not None else trio.Event()
         self._started = False
+        self._opened: list[ChainAdapter] = []
         self.http_deadlines = ConnectionDeadlines()
         self.http_reactor = HttpReactor()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start_adapters(self) -> None:
-        """Start every adapter once (import a chain, verify upstreams, load keys)."""
+        """Start every adapter once (import a chain, verify upstreams, load keys); if one fails,
+        close the chain adapters already started before raising."""
         if self._started:
             return
         self._started = True
-        for adapter in self.networks.chain_adapters():
-            await adapter.start()
-        for accounts in self.networks.account_adapters():
-            await accounts.start()
+        try:
+            for adapter in self.networks.chain_adapters():
+                await adapter.start()
+                self._opened.append(adapter)
+            for accounts in self.networks.account_adapters():
+                await accounts.start()
+        except BaseException:
+            await self.close_adapters()
+            raise
+
+    async def close_adapters(self) -> None:
+        """Close every chain adapter started, once each (shielded: it runs while stopping)."""
+        with trio.CancelScope(shield=True):
+            while self._opened:
+                await self._opened.pop().aclose()
 
     async def serve(
         self,
@@ -150,17 +166,22 @@ class Broker:
         *,
         task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve HTTP and WebSocket on ``host:port`` until :meth:`shutdown`."""
+        """Serve HTTP and WebSocket on ``host:port`` until :meth:`shutdown`, starting the adapters
+        first and closing them at the end. A port that cannot be had raises
+        :class:`~schemas.errors.ConfigError` (one line), the adapters closed."""
         if self.dev_mode and not is_loopback(host):
             raise ConfigError(
                 f"refusing to bind {host} with the dev API key: pass --api-key "
                 "(or SCOPECAST_API_KEYS) to serve beyond loopback"
             )
         await self.start_adapters()
-        listeners = await trio.open_tcp_listeners(port, host=host)
-        bound: int = listeners[0].socket.getsockname()[1]
-        self.port = bound
         try:
+            try:
+                listeners = await trio.open_tcp_listeners(port, host=host)
+            except OSError as exc:
+                raise ConfigError(bind_error(exc, host, port)) from None
+            bound: int = listeners[0].socket.getsockname()[1]
+            self.host, self.port = host, bound
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.http_deadlines.serve)
                 outer.start_soon(self.http_reactor.serve)
@@ -176,9 +197,7 @@ class Broker:
                     await self._serve_ready(listeners, bound, task_status)
                 outer.cancel_scope.cancel()  # the deadlines task: no connection is left
         finally:
-            with trio.CancelScope(shield=True):
-                for adapter in self.networks.chain_adapters():  # once each, as started
-                    await adapter.aclose()
+            await self.close_adapters()
 
     async def _serve_ready(
         self, listeners: list[trio.SocketListener], port: int, task_status: trio.TaskStatus[int]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import gc
 import logging
 import os
@@ -22,12 +21,11 @@ from broker.app import DEV_API_KEY, Broker
 from broker.compose import (
     DEV_ADMIN_TOKEN,
     ServeOptions,
-    build_network,
-    require_upstreams,
+    open_broker,
 )
-from broker.config import Config, ConfigError, env_list, load_config, network_specs
+from broker.config import Config, ConfigError, env_list, load_config
+from broker.redis import LeaseTiming
 from broker.status_server import serve_status
-from broker.worker import LeaseTiming, Worker
 
 log = logging.getLogger("scopecast")
 
@@ -206,6 +204,7 @@ def options_of_serve_args(args: argparse.Namespace) -> ServeOptions:
     """What ``scopecast serve``'s flags and environment add to the config file."""
     return ServeOptions(
         host=args.host,
+        port=args.port,
         api_keys=[*args.api_key, *env_list("SCOPECAST_API_KEYS")],
         admin_token=args.admin_token or os.environ.get("SCOPECAST_ADMIN_TOKEN"),
         approval=args.approval,
@@ -259,40 +258,22 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
         )
 
 
-async def _serve(args: argparse.Namespace, config: Config) -> None:
-    broker = build_broker(args, config)
-    host = args.host or config.server.host
-    port = args.port if args.port is not None else config.server.port
-    # Started here, outside the server's nursery, so that a configuration error (an upstream on the
-    # wrong chain, a bad keystore passphrase) reaches the user as one clear line.
-    await broker.start_adapters()
-    async with trio.open_nursery() as nursery:
-        try:
-            await nursery.start(broker.serve, host, port)
-        except* OSError as group:
-            raise ConfigError(_bind_error(group, host, port)) from None
+async def _serve(options: ServeOptions, config: Config) -> None:
+    async with open_broker(config, options) as broker:
+        assert broker.host is not None
         _log_signing_accounts(broker)
         freeze_startup_objects()
         operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
-        _print_endpoints(broker, host, operator=operator)
+        _print_endpoints(broker, broker.host, operator=operator)
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("received %s: draining connections", signal.Signals(signum).name)
-                broker.shutdown()
-                break
+                break  # leaving the block drains the connections, then closes the adapters
 
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
-    specs, _default = network_specs(config)
-    require_upstreams(specs, "worker")
-    redis_url = compose.redis_url(options_of_worker_args(args), config)
-    if redis_url is None:
-        raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
-    worker = Worker(
-        [build_network(spec) for spec in specs],
-        redis_url,
-        maxlen=config.server.stream_maxlen,
-        timing=LeaseTiming.for_ttl(args.lease_ttl),
+    worker = compose.build_worker(
+        config, options_of_worker_args(args), timing=LeaseTiming.for_ttl(args.lease_ttl)
     )
     await worker.start_adapters()  # as in _serve: a configuration error is one clear line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -334,17 +315,6 @@ def _log_signing_accounts(broker: Broker) -> None:
             )
 
 
-def _bind_error(group: BaseExceptionGroup[OSError], host: str, port: int) -> str:
-    """One line for a port that cannot be had (in use, not permitted, no such address)."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    assert isinstance(exc, OSError)
-    if exc.errno == errno.EADDRINUSE:
-        return f"cannot listen on {host}:{port}: the address is in use; choose another --port"
-    return f"cannot listen on {host}:{port}: {(exc.strerror or str(exc)).lower()}"
-
-
 def freeze_startup_objects() -> None:
     """Move what start-up built (modules, a chain, keys: it lives as long as the process) out of
     the garbage collector's sight, so that full collections scan only what connections add."""
@@ -367,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         config = load_config(getattr(args, "config", None))
         if args.command == "serve":
-            trio.run(_serve, args, config)
+            trio.run(_serve, options_of_serve_args(args), config)
         elif args.command == "worker":
             trio.run(_work, args, config)
     except* ConfigError as group:

@@ -4,6 +4,7 @@ and clients are not left waiting on an open, silent port)."""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -19,6 +20,13 @@ _NOT_READY: Final = "not ready yet: waiting for Redis"
 
 Handle = Callable[[trio.SocketStream, Responder], Awaitable[None]]
 """Answers one TCP connection with a responder (the broker's ``_handle``)."""
+
+
+def bind_error(exc: OSError, host: str, port: int) -> str:
+    """One line for a port that cannot be had (in use, not permitted, no such address)."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {host}:{port}: the address is in use; choose another --port"
+    return f"cannot listen on {host}:{port}: {(exc.strerror or str(exc)).lower()}"
 
 
 def is_loopback(host: str) -> bool:

@@ -5,6 +5,8 @@
 2. ``schemas/`` imports nothing of ours but ``schemas/``: it is the floor.
 3. No module imports another that imports it back, directly or around a longer loop; imports
    made only for type checking count too.
+4. The plug-ins written outside the tree (``examples/``) import of ours only the SDK and the wire
+   types (README "Extending it"), so that a third party can copy them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("broker", "adapters", "schemas")
+#: What a plug-in may import of ours (README "Extending it"): these modules and those under them.
+SDK = (
+    "adapters.base",
+    "adapters.backoff",
+    "adapters.conformance",
+    "adapters.registry",
+    "adapters.evm",
+    "schemas",
+)
 
 
 def modules() -> dict[str, Path]:
@@ -116,3 +127,38 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def beyond_the_sdk(source: str) -> list[str]:
+    """The modules of ours outside the SDK that ``source`` imports (absolute imports only: a
+    plug-in's relative imports stay in its own package)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            ours = name.split(".")[0] in PACKAGES
+            if ours and not any(name == m or name.startswith(f"{m}.") for m in SDK):
+                found.append(name)
+    return found
+
+
+def test_the_plug_ins_outside_the_tree_import_only_the_sdk_and_the_wire_types() -> None:
+    paths = sorted((ROOT / "examples").rglob("*.py"))
+    assert paths  # the example plug-in is there to be checked
+    offending = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in paths
+        for name in beyond_the_sdk(path.read_text())
+    )
+    assert offending == []
+
+
+def test_the_sdk_check_sees_an_import_of_the_server() -> None:
+    source = "from adapters.base import ChainAdapter\nimport broker.errors\nfrom adapters.devchain import X\n"
+    assert beyond_the_sdk(source) == ["broker.errors", "adapters.devchain"]
+    assert beyond_the_sdk("from schemas.errors import InvalidParams\nfrom . import x\n") == []

@@ -23,9 +23,11 @@ from adapters.base import (
     BlockHandler,
     CacheEpoch,
     ChainBlock,
+    DevOptions,
     NetworkChainAdapter,
     NetworkSpec,
 )
+from adapters.devchain._dev_network import dev_network
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (
@@ -132,6 +134,12 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
     """
 
     name: ClassVar[str] = "devchain"
+    embedded: ClassVar[bool] = True
+
+    @classmethod
+    def dev_network(cls, options: DevOptions) -> NetworkSpec:
+        """The dev chain (``dev``, ``eip155:1337``), or a geth genesis file's chain."""
+        return dev_network(options)
 
     def __init__(self, spec: NetworkSpec) -> None:
         super().__init__(spec)
@@ -524,6 +532,10 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
         else:
             raise ValueError("fetch_block needs number or block_hash")
         return None if record is None else record.chain_block()
+
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        self._check_chain(chain)
+        return self.chain.head.chain_block()
 
     async def serve_ingestion(
         self,

@@ -14,11 +14,11 @@ from adapters.base import AccountAdapter, ChainReader, MethodDocs, SigningReques
 from adapters.evm.openrpc import evm_docs
 from adapters.keyring import _personal_sign, _solana, _transaction, _typed_data, _user_operations
 from adapters.keyring._config import KeyringOptions, UserOpConfig
-from adapters.keyring._keys import KeyLoadError, Keyring, keystore_files
+from adapters.keyring._keys import DEV_MNEMONIC, KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
 from adapters.keyring._wallet import Handler, Wallet
 from schemas.caip import is_solana, normalize_address
-from schemas.errors import InvalidParams, MethodNotFound, Unauthorized
+from schemas.errors import ConfigError, InvalidParams, MethodNotFound, Unauthorized
 
 HANDLERS: Final[Mapping[str, Handler]] = {
     "personal_sign": _personal_sign.HANDLER,
@@ -29,6 +29,13 @@ HANDLERS: Final[Mapping[str, Handler]] = {
     "eth_signUserOperation": _user_operations.SIGN,
 }
 METHODS: Final = frozenset(HANDLERS)
+
+
+#: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
+#: operation's initCode there. So that smart-account addresses are still deterministic per owner, the
+#: dev keyring computes them with this stand-in proxy creation code (one STOP opcode: deploys no code).
+#: On a real network the factory answers getAddress, or the operator configures the real proxy code.
+DEV_PROXY_CREATION_CODE: Final = "0x00"
 
 
 class KeyringAdapter(AccountAdapter):
@@ -70,6 +77,31 @@ class KeyringAdapter(AccountAdapter):
         self._count = count
         self._keystore_dir = keystore_dir
         self._passphrase_env = passphrase_env
+
+    @classmethod
+    def complete_options(
+        cls,
+        chains: Sequence[str],
+        options: Mapping[str, Any],
+        *,
+        dev_chains: Sequence[str],
+        configured: bool,
+    ) -> Mapping[str, Any]:
+        """Without a mnemonic or keystore, the public development mnemonic, which only the
+        embedded development chains may use; without an ``[accounts]`` table, the dev proxy
+        creation code (:data:`DEV_PROXY_CREATION_CODE`)."""
+        completed = dict(options)
+        if not completed.get("mnemonic") and not completed.get("keystore_dir"):
+            if not set(chains) <= set(dev_chains):
+                raise ConfigError(
+                    "[accounts]: the keyring needs a mnemonic or keystore_dir (or --keystore) for "
+                    f"{', '.join(c for c in chains if c not in dev_chains)}; the public development "
+                    "mnemonic serves only the embedded dev chain"
+                )
+            completed["mnemonic"] = DEV_MNEMONIC
+        if not configured:
+            completed["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
+        return completed
 
     @classmethod
     def from_options(cls, chains: Sequence[str], options: Mapping[str, Any]) -> KeyringAdapter:

@@ -21,6 +21,7 @@ from adapters._options import decode_options
 from adapters.base import (
     NOT_NOW,
     BlockHandler,
+    DevOptions,
     MethodDocs,
     NetworkChainAdapter,
     NetworkSpec,
@@ -50,6 +51,10 @@ def solana_chain_id(genesis_hash: str) -> str:
     return f"{NAMESPACE}:{genesis_hash[:32]}"
 
 
+#: The name of the Solana dev network ``scopecast serve`` serves by default.
+SOLANA_NETWORK: Final = "solana"
+
+
 def dev_chain_id(options: dict[str, Any] | None = None) -> str:
     """The CAIP-2 id a ``solana-dev`` network with ``options`` serves (without starting it)."""
     spec = NetworkSpec("solana", "solana:?", SolanaDevAdapter.name, options or {})
@@ -61,6 +66,13 @@ class SolanaDevAdapter(NetworkChainAdapter):
     """A Solana dev chain in process (options: :class:`SolanaDevOptions`)."""
 
     name: ClassVar[str] = "solana-dev"
+    embedded: ClassVar[bool] = True
+
+    @classmethod
+    def dev_network(cls, options: DevOptions) -> NetworkSpec:
+        """The Solana dev network (``solana``), served beside the dev chain."""
+        chain_options: dict[str, object] = {"block_time": options.block_time or 0.0}
+        return NetworkSpec(SOLANA_NETWORK, dev_chain_id(chain_options), cls.name, chain_options)
 
     def __init__(self, spec: NetworkSpec) -> None:
         super().__init__(spec)

@@ -112,6 +112,10 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
             raise InvalidParams("fetch_block needs a number or a block hash")
         return await self.fetcher.by_number(number)
 
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        """The upstreams' latest block, with its logs."""
+        return await self.fetcher.by_number(None)
+
     async def serve_ingestion(
         self,
         chain: str,

@@ -279,8 +279,9 @@ class AccessControl:
             if access.claims is not None and access.claims.expires + self.token_grace <= now
         ]
 
-    async def serve(self, nursery: trio.Nursery) -> None:
-        """Start the limiter's upkeep and the token expiry checks (a broker service)."""
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Start the limiter's upkeep and the token expiry checks in ``nursery`` (the composition
+        root starts it with the broker's services)."""
         await nursery.start(self.limiter.serve)
         if self.uses_tokens:
             nursery.start_soon(self._close_expired)

@@ -7,9 +7,10 @@ tests and benchmarks that bring adapter instances of their own build the core al
 Objects receive what they use: nothing registers itself into the broker. In parts:
 
 - :mod:`._networks`: the networks, chain adapters and account adapter a config and options
-  describe (the embedded dev networks by default), and the Redis of a deployment;
+  describe (the installed adapters' development networks by default), and the Redis of a deployment;
 - :mod:`._core`: the core every broker serves (:class:`broker.core.Core`: the dispatcher,
   subscriptions, filters, resume, the event path), and a broker of it alone;
+- :mod:`._worker`: the ``scopecast worker`` role (a leader per chain, publishing to Redis);
 - :mod:`._root`: the rest (Redis backends, sessions and approvals, access control, the operator
   API and console), wired to the core.
 """
@@ -17,13 +18,10 @@ Objects receive what they use: nothing registers itself into the broker. In part
 from broker.compose._core import build_core as build_core
 from broker.compose._core import build_core_broker as build_core_broker
 from broker.compose._networks import DEV_ADMIN_TOKEN as DEV_ADMIN_TOKEN
-from broker.compose._networks import DEV_CHAIN as DEV_CHAIN
-from broker.compose._networks import DEV_NETWORK as DEV_NETWORK
-from broker.compose._networks import EMBEDDED_ADAPTERS as EMBEDDED_ADAPTERS
-from broker.compose._networks import SOLANA_NETWORK as SOLANA_NETWORK
 from broker.compose._networks import ServeOptions as ServeOptions
 from broker.compose._networks import build_network as build_network
 from broker.compose._networks import redis_url as redis_url
 from broker.compose._networks import require_upstreams as require_upstreams
 from broker.compose._root import build_broker as build_broker
 from broker.compose._root import open_broker as open_broker
+from broker.compose._worker import build_worker as build_worker

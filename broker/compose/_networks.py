@@ -1,25 +1,20 @@
 """What a config and a command line describe: the networks (their specs, and the chain adapters
-they name), the account adapter, and the Redis of a deployment. The embedded dev networks are the
-default when no network is configured."""
+they name), the account adapter, and the Redis of a deployment. When no network is configured,
+the installed adapters' development networks are the default (:meth:`ChainAdapter.dev_network`):
+this module names no adapter but the account adapter's default, the keyring."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from adapters.base import AccountAdapter, ChainAdapter, NetworkSpec
-from adapters.registry import AdapterNotFound, load
+from adapters.base import AccountAdapter, ChainAdapter, DevOptions, NetworkSpec
+from adapters.registry import AdapterNotFound, available, load
 from broker.config import Config, ConfigError, network_specs
 from broker.networks import Network
 
-DEV_NETWORK = "dev"
-DEV_CHAIN = "eip155:1337"
-SOLANA_NETWORK = "solana"
-#: Adapters whose chain lives inside the process (never shared between processes).
-EMBEDDED_ADAPTERS = frozenset({"devchain", "solana-dev"})
 DEV_ADMIN_TOKEN = "dev"
 
 
@@ -29,6 +24,7 @@ class ServeOptions:
     and environment, already read: this module reads no environment)."""
 
     host: str | None = None
+    port: int | None = None
     api_keys: Sequence[str] = ()
     admin_token: str | None = None
     approval: Literal["auto", "manual"] | None = None
@@ -51,36 +47,37 @@ def _chain_import_flags(options: ServeOptions) -> list[str]:
     return [flag for flag, value in flags if value]
 
 
-def _dev_network(given: ServeOptions) -> NetworkSpec:
-    options: dict[str, object] = {"block_time": given.block_time or 0.0}
-    chain = DEV_CHAIN
-    flags = _chain_import_flags(given)
-    if given.genesis is None and flags:  # said in flag terms; options would say it in TOML terms
-        raise ConfigError(f"{', '.join(flags)}: only with --genesis")
-    if given.genesis is not None:
-        try:
-            genesis = json.loads(given.genesis.read_text())
-            chain = f"eip155:{int(genesis['config']['chainId'])}"
-        except OSError as exc:
-            raise ConfigError(f"--genesis {given.genesis}: {exc.strerror}") from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"--genesis {given.genesis}: not a geth genesis file ({exc})"
-            ) from None
-        options["genesis"] = str(given.genesis)
-        if given.chain_file is not None:
-            options["chain_file"] = str(given.chain_file)
-        if given.forkchoice is not None:
-            options["forkchoice"] = str(given.forkchoice)
-    return NetworkSpec(DEV_NETWORK, chain, "devchain", options)
+def _chain_adapter_class(name: str) -> type[ChainAdapter] | None:
+    """The chain adapter class installed as ``name`` (None: none is)."""
+    try:
+        cls = load(name)
+    except AdapterNotFound:
+        return None
+    return cls if issubclass(cls, ChainAdapter) else None
 
 
-def _solana_network(given: ServeOptions) -> NetworkSpec:
-    """The Solana dev network served beside the dev chain when no network is configured."""
-    from adapters.solana import dev_chain_id
+def _embedded(spec: NetworkSpec) -> bool:
+    """Whether the network's chain lives inside the process (its adapter says so)."""
+    cls = _chain_adapter_class(spec.adapter)
+    return cls is not None and cls.embedded
 
-    options: dict[str, object] = {"block_time": given.block_time or 0.0}
-    return NetworkSpec(SOLANA_NETWORK, dev_chain_id(options), "solana-dev", options)
+
+def dev_networks(given: ServeOptions) -> list[NetworkSpec]:
+    """The development networks of the installed chain adapters, in the order of their names
+    (the first is the default network): served when no network is configured."""
+    options = DevOptions(
+        block_time=given.block_time,
+        genesis=given.genesis,
+        chain_file=given.chain_file,
+        forkchoice=given.forkchoice,
+    )
+    specs = []
+    for name in available():
+        cls = _chain_adapter_class(name)
+        spec = cls.dev_network(options) if cls is not None else None
+        if spec is not None:
+            specs.append(spec)
+    return specs
 
 
 def build_network(spec: NetworkSpec) -> Network:
@@ -91,43 +88,27 @@ def build_network(spec: NetworkSpec) -> Network:
         raise ConfigError(f"network {spec.name}: {exc}") from None
     if not issubclass(cls, ChainAdapter):
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
-    adapter = cls.from_spec(spec)
-    direct = spec.adapter in EMBEDDED_ADAPTERS
-    return Network(spec.name, spec.chain, adapter, direct_signing=direct)
-
-
-#: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
-#: operation's initCode there. So that smart-account addresses are still deterministic per owner, the
-#: dev keyring computes them with this stand-in proxy creation code (one STOP opcode: deploys no code).
-#: On a real network the factory answers getAddress, or the operator configures the real proxy code.
-DEV_PROXY_CREATION_CODE = "0x00"
+    try:
+        adapter = cls.from_spec(spec)
+    except ValueError as exc:  # the SDK's contract for bad options (ConfigError passes as is)
+        raise ConfigError(f"networks.{spec.name} ({spec.adapter} adapter): {exc}") from None
+    return Network(spec.name, spec.chain, adapter, direct_signing=cls.embedded)
 
 
 def build_accounts(
     config: Config, specs: Sequence[NetworkSpec], keystore: Path | None
 ) -> AccountAdapter:
-    """The account adapter ``[accounts]`` names (``adapter``, default the keyring)."""
-    from adapters.keyring import DEV_MNEMONIC
-
+    """The account adapter ``[accounts]`` names (``adapter``, default the keyring), for the
+    chains it names (default: the embedded development chains), its options completed with the
+    adapter's development defaults (:meth:`AccountAdapter.complete_options`)."""
     options = dict(config.accounts or {})
     name = options.pop("adapter", "keyring")
     chains = options.pop("chains", None)
-    dev_chains = [s.chain for s in specs if s.adapter in EMBEDDED_ADAPTERS]
+    dev_chains = [s.chain for s in specs if _embedded(s)]
     if chains is None:
         chains = dev_chains
-    if name == "keyring":
-        if keystore is not None:
-            options["keystore_dir"] = str(keystore)
-        if not options.get("mnemonic") and not options.get("keystore_dir"):
-            if not set(chains) <= set(dev_chains):
-                raise ConfigError(
-                    "[accounts]: the keyring needs a mnemonic or keystore_dir (or --keystore) for "
-                    f"{', '.join(c for c in chains if c not in dev_chains)}; the public development "
-                    "mnemonic serves only the embedded dev chain"
-                )
-            options["mnemonic"] = DEV_MNEMONIC
-        if config.accounts is None:
-            options["userop"] = {"proxy_creation_code": DEV_PROXY_CREATION_CODE}
+    if keystore is not None:
+        options["keystore_dir"] = str(keystore)
     try:
         cls = load(name)
     except AdapterNotFound as exc:
@@ -135,7 +116,10 @@ def build_accounts(
     if not issubclass(cls, AccountAdapter):
         raise ConfigError(f"[accounts]: adapter {name!r} is not an account adapter")
     try:
-        return cls.from_options(chains, options)
+        completed = cls.complete_options(
+            chains, options, dev_chains=dev_chains, configured=config.accounts is not None
+        )
+        return cls.from_options(chains, completed)
     except ValueError as exc:
         raise ConfigError(f"[accounts]: {exc}") from None
 
@@ -153,11 +137,11 @@ def specs_to_serve(config: Config, given: ServeOptions) -> tuple[list[NetworkSpe
             "network's table instead"
         )
     if not specs:
-        specs = [_dev_network(given), _solana_network(given)]
+        specs = dev_networks(given)
     elif given.block_time is not None:
         specs = [
             NetworkSpec(s.name, s.chain, s.adapter, {**s.options, "block_time": given.block_time})
-            if s.adapter in EMBEDDED_ADAPTERS
+            if _embedded(s)
             else s
             for s in specs
         ]
@@ -176,7 +160,7 @@ def require_upstreams(specs: Sequence[NetworkSpec], what: str) -> None:
             f"{what}: configure upstream networks ([networks.*] upstreams) in --config"
         )
     for spec in specs:
-        if spec.adapter in EMBEDDED_ADAPTERS:
+        if _embedded(spec):
             raise ConfigError(
                 f"{what}: network {spec.name} is an embedded dev chain; with several processes "
                 "every network is an upstream network (serve a dev chain with its own "

@@ -205,7 +205,7 @@ def build_broker(
     access = None
     if config.keys:
         access = _access_control(config, core, redis.client if redis else None, clock)
-        services.append(access.serve)
+        services.append(access.start)
         if access.uses_tokens:
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
@@ -239,18 +239,29 @@ async def open_broker(
     config: Config,
     options: ServeOptions | None = None,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
+    host: str | None = None,
+    port: int | None = None,
     clock: WallClock = SYSTEM_CLOCK,
 ) -> AsyncIterator[Broker]:
-    """Build a broker, start its adapters and serve it on ``host``:``port`` (0: any free port,
-    then ``broker.port``) until the block ends, then stop it gracefully."""
-    broker = build_broker(config, options, clock=clock)
-    await broker.start_adapters()
+    """The broker ``config`` and ``options`` describe (:func:`build_broker`), running: its
+    adapters started, its services running and its port bound (``broker.host``,
+    ``broker.port``) when the block begins. When the block ends it stops as for a deploy: it
+    stops accepting, closes every WebSocket with 1012 "service restart" (resume contract
+    included), gives connections ``[server] shutdown_grace`` seconds, then closes the adapters
+    once each.
+
+    ``host`` and ``port`` (0: any free port) override where it listens, else the options' and
+    the config's. A configuration mistake raises :class:`~schemas.errors.ConfigError` (a port
+    that cannot be had, too: the adapters started are closed), inside an exception group when
+    it comes from the serving task."""
+    given = options or ServeOptions()
+    host = host or given.host or config.server.host
+    if port is None:
+        port = given.port if given.port is not None else config.server.port
+    broker = build_broker(config, given, clock=clock)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, host, port)
         try:
             yield broker
         finally:
-            broker.shutdown()
-            nursery.cancel_scope.cancel()
+            broker.shutdown()  # the nursery then waits for the drain

@@ -1,5 +1,5 @@
 """Redis for several processes (README "Several processes (Redis)"): the client, the streams
-every web process follows, chain events and session changes on them, and the session store."""
+every web process follows, chain events and session changes on them, the session store, and each chain's lease."""
 
 from broker.redis._changes import DEFAULT_CHANGES_MAXLEN as DEFAULT_CHANGES_MAXLEN
 from broker.redis._changes import RedisChangeBus as RedisChangeBus
@@ -19,6 +19,9 @@ from broker.redis._events import PublishedHead as PublishedHead
 from broker.redis._events import RedisEventBus as RedisEventBus
 from broker.redis._events import decode_stream_event as decode_stream_event
 from broker.redis._events import event_key as event_key
+from broker.redis._lease import ChainLease as ChainLease
+from broker.redis._lease import LeaseTiming as LeaseTiming
+from broker.redis._lease import process_name as process_name
 from broker.redis._store import LIST_BATCH as LIST_BATCH
 from broker.redis._store import RedisSessionStore as RedisSessionStore
 from broker.redis._streams import entry_fields as entry_fields

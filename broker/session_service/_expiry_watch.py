@@ -36,14 +36,31 @@ class ExpiryWatch:
         self._clock = clock
         self._store = store
         self._changes = changes
-        #: Seconds between two checks (the first one waits that long too).
-        self.period = period
+        self._period = period
+        # The wait for the next check (None: between two waits), moved when the period changes.
+        self._waiting: trio.CancelScope | None = None
+        self._last = 0.0
+
+    @property
+    def period(self) -> float:
+        """Seconds between two checks (the first one waits that long too); a new period applies
+        to the wait under way."""
+        return self._period
+
+    @period.setter
+    def period(self, seconds: float) -> None:
+        self._period = seconds
+        if self._waiting is not None:
+            self._waiting.deadline = self._last + seconds
 
     async def serve(self) -> None:
         """Check every ``period`` seconds, until cancelled."""
         failing = False
         while True:
-            await trio.sleep(self.period)
+            self._last = trio.current_time()
+            with trio.move_on_at(self._last + self._period) as self._waiting:
+                await trio.sleep_forever()
+            self._waiting = None
             # One identity's failure (a corrupt session, a Redis outage) holds up no other's.
             failures = await self._look_up_new_identities()
             failures += await self._end_expired()

@@ -7,14 +7,17 @@ import httpx
 import pytest
 import trio
 
-from broker.compose import ServeOptions, build_broker, open_broker
+from adapters.base import NetworkSpec
+from broker.compose import ServeOptions, build_broker, build_network, open_broker
 from broker.config import Config, ConfigError
+from tests.support.rawws import RawWebSocket
 
 
 async def test_open_broker_serves_until_the_block_ends() -> None:
     with trio.fail_after(60):
-        async with open_broker(Config(), ServeOptions(api_keys=["k1"])) as broker:
+        async with open_broker(Config(), ServeOptions(api_keys=["k1"], port=0)) as broker:
             assert broker.port is not None
+            assert broker.host == "127.0.0.1"
             url = f"http://127.0.0.1:{broker.port}/v3/k1"
             async with httpx.AsyncClient() as client:
                 reply = await client.post(
@@ -38,3 +41,29 @@ def test_options_say_what_a_command_line_would() -> None:
     assert [n.name for n in broker.networks] == ["dev", "solana"]
     with pytest.raises(ConfigError, match="needs --redis-url"):
         build_broker(Config(), ServeOptions(role="web"))
+
+
+async def test_leaving_open_broker_closes_websockets_with_1012_as_a_deploy_does() -> None:
+    codes: list[int | None] = []
+
+    async def until_closed(conn: RawWebSocket) -> None:
+        while (frame := await conn.frame()) is not None and frame[0] != 0x8:
+            pass
+        codes.append(conn.close_code)
+        conn.close()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as clients:
+            async with open_broker(Config(), port=0) as broker:
+                assert broker.port is not None
+                conn = await RawWebSocket.connect(broker.port, "/ws/v3/dev")
+                clients.start_soon(until_closed, conn)
+            # Left: the connection was drained before the broker stopped.
+    assert codes == [1012]
+
+
+def test_a_plug_in_refusing_its_options_is_a_configuration_error_naming_the_network() -> None:
+    # The SDK's contract: from_spec raises ValueError for bad options (the example plug-in does).
+    spec = NetworkSpec("ledger", "ledger:demo", "example-ledger", {"genisis": ["x"]})
+    with pytest.raises(ConfigError, match=r"^networks.ledger \(example-ledger adapter\): .*genisis"):
+        build_network(spec)

@@ -6,6 +6,7 @@ import trio
 from broker.compose import build_core_broker
 from broker.networks import Network, Networks
 from broker.routing import Endpoint, Route, route
+from schemas.errors import ConfigError
 from tests.support.fake_chain import CHAIN, FakeChain
 
 
@@ -62,4 +63,19 @@ async def test_an_adapter_shared_by_networks_starts_and_closes_once() -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve, "127.0.0.1", 0)
             broker.shutdown()
+    assert (shared.starts, shared.closes) == (1, 1)
+
+
+async def test_a_port_taken_closes_the_adapters_started_and_says_so_in_one_line() -> None:
+    shared = _CountingChain()
+    broker = build_core_broker(Networks([Network("a", CHAIN, shared)]))
+    with trio.fail_after(30), trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.RaisesGroup(
+            pytest.RaisesExc(ConfigError, match=f"^cannot listen on 127.0.0.1:{port}: the address")
+        ):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(broker.serve, "127.0.0.1", port)
     assert (shared.starts, shared.closes) == (1, 1)

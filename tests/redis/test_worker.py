@@ -12,8 +12,8 @@ import trio
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
-from broker.redis import RedisClient, RedisEventBus, decode_stream_event, entry_fields
-from broker.worker import ChainLeader, LeaseTiming
+from broker.redis import LeaseTiming, RedisClient, RedisEventBus, decode_stream_event, entry_fields
+from broker.worker import ChainLeader
 from tests.redis.collect import Collector
 from tests.support.fake_chain import CHAIN, FakeChain
 from tests.support.waiting import eventually

@@ -79,6 +79,10 @@ class FakeChain(ChainAdapter):
         assert number is not None
         return self.canonical[number] if number < len(self.canonical) else None
 
+    async def latest_block(self, chain: str) -> ChainBlock | None:
+        await trio.lowlevel.checkpoint()
+        return self.canonical[-1]
+
     def mine(self, count: int = 1, *, salt: str = "") -> list[ChainBlock]:
         """Append ``count`` blocks (one log each) to the canonical chain."""
         mined = []

@@ -17,7 +17,7 @@ import trio.testing
 import trio_websocket
 
 from broker.app import Broker
-from broker.compose import ServeOptions, build_broker
+from broker.compose import ServeOptions, open_broker
 from broker.config import Config
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from tests.support.waiting import eventually
@@ -82,11 +82,11 @@ async def running_broker(
     clock: trio.testing.MockClock | None = None,
     autojump: bool = True,
 ) -> AsyncIterator[RunningBroker]:
-    """Serve a broker built as ``scopecast serve`` builds it (:func:`broker.compose.build_broker`,
-    from ``options`` and ``config``) on 127.0.0.1 port 0; stop it on exit.
+    """Serve a broker as ``scopecast serve`` does (:func:`broker.compose.open_broker`, from
+    ``options`` and ``config``) on 127.0.0.1 port 0; stop it on exit as a deploy does.
 
-    ``expiry_check`` sets the period of the session expiry checks before the broker starts (the
-    first check waits that long).
+    ``expiry_check`` sets the period of the session expiry checks once the broker serves (the
+    first check waits that long from the start).
 
     ``clock`` (the test's ``mock_clock``) runs at real speed while the adapters start (in worker
     threads, which a jumping clock would outrun), then jumps as ``autojump_clock`` does: from the
@@ -99,23 +99,21 @@ async def running_broker(
     :meth:`RunningBroker.now`): sessions and tokens expire as the test moves trio's clock on.
     """
     wall_clock: WallClock = SYSTEM_CLOCK if clock is None else TrioWallClock()
-    broker = build_broker(config or Config(), options or ServeOptions(), clock=wall_clock)
-    if expiry_check is not None:
-        assert broker.sessions is not None
-        broker.sessions.expiry_check = expiry_check
     if clock is not None:
         clock.autojump_threshold = math.inf
         clock.rate = 1.0
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(broker.serve, "127.0.0.1", 0)
+    given = options or ServeOptions()
+    async with open_broker(
+        config or Config(), given, host="127.0.0.1", port=0, clock=wall_clock
+    ) as (broker):
+        assert broker.port is not None
+        if expiry_check is not None:
+            assert broker.sessions is not None
+            broker.sessions.expiry_check = expiry_check
         if clock is not None and autojump:
             clock.rate = 0.0
             clock.autojump_threshold = 0.0
-        try:
-            yield RunningBroker(broker, port, wall_clock)
-        finally:
-            broker.shutdown()
-            nursery.cancel_scope.cancel()
+        yield RunningBroker(broker, broker.port, wall_clock)
 
 
 async def waiting_approval(node: RunningBroker) -> dict[str, Any]:

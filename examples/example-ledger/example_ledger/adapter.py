@@ -81,7 +81,7 @@ class LedgerAdapter(ChainAdapter):
         try:
             options = msgspec.convert(dict(spec.options), LedgerOptions)
         except msgspec.ValidationError as exc:
-            raise ValueError(f"network {spec.name}: {exc}") from None
+            raise ValueError(str(exc)) from None  # the broker names the network
         return cls(spec.chain, options)
 
     def __init__(self, chain: str, options: LedgerOptions) -> None:
