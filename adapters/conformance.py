@@ -10,20 +10,15 @@ the checks of the chain's family where one exists (:func:`check_evm_chain` for `
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import trio
 
-from adapters.base import (
-    NOT_NOW,
-    AccountAdapter,
-    ChainAdapter,
-    ChainBlock,
-    Lifetime,
-    MethodDocs,
-    is_evm,
-)
-from schemas.caip import ADDRESS_PATTERN
+from adapters.base import NOT_NOW, AccountAdapter, ChainAdapter, Lifetime, MethodDocs
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
+from schemas.caip import ADDRESS_PATTERN, is_evm_chain
 from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
 _CHAIN_ID = re.compile(r"^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$")
@@ -43,7 +38,7 @@ async def check_chain_adapter(adapter: ChainAdapter) -> None:
     assert chains, "an adapter serves at least one chain"
     for chain in chains:
         await check_chain_neutral(adapter, chain)
-        if is_evm(chain):
+        if is_evm_chain(chain):
             await check_evm_chain(adapter, chain)
         elif chain.startswith("solana:"):
             await check_solana_chain(adapter, chain)
@@ -70,7 +65,7 @@ async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
     else:
         raise AssertionError("an unknown method raises MethodNotFound (-32601)")
     await _check_now_answers_as_later(adapter, chain, "no_such_method_anywhere", [])
-    await _check_ingestion_starts_and_stops(adapter, chain)
+    await _check_events_start_and_stop(adapter, chain)
 
 
 async def _check_now_answers_as_later(
@@ -115,7 +110,9 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     ]
     for method, params in [*calls, *(("eth_getBlockByNumber", params) for params in bad)]:
         await _check_now_answers_as_later(adapter, chain, method, params)
-    await _check_blocks(adapter, chain)
+    if isinstance(adapter, BlockSource):
+        await _check_blocks(adapter, chain)
+        await _check_ingestion_starts_and_stops(adapter, chain)
 
 
 #: Solana's PubSub notifications: all a ``solana`` chain may deliver.
@@ -186,7 +183,7 @@ async def _check_params_errors(
         raise AssertionError(f"{method} accepted {params!r}")
 
 
-async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
+async def _check_blocks(adapter: BlockSource, chain: str) -> None:
     number = await adapter.call(chain, "eth_blockNumber", _raw([]))
     if isinstance(number, msgspec.Raw):
         number = msgspec.json.decode(number)
@@ -209,15 +206,30 @@ async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
     assert await adapter.fetch_block(chain, block_hash="0x" + "ee" * 32) is None
 
 
-async def _check_ingestion_starts_and_stops(adapter: ChainAdapter, chain: str) -> None:
+async def _check_ingestion_starts_and_stops(adapter: BlockSource, chain: str) -> None:
     async def ignore(block: ChainBlock) -> None:
         return None
 
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_events_start_and_stop(adapter: ChainAdapter, chain: str) -> None:
+    async def ignore(event: object) -> None:
+        return None
+
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_events(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_starts_and_stops(
+    serve: Callable[[trio.TaskStatus[None]], Awaitable[None]],
+) -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
-            )
+            await nursery.start(serve)
             nursery.cancel_scope.cancel()
 
 
@@ -227,7 +239,7 @@ def check_account_adapter(adapter: AccountAdapter) -> None:
     assert chains, "an account adapter holds accounts on at least one chain"
     for chain in chains:
         accounts = list(adapter.accounts(chain))
-        evm = is_evm(chain)
+        evm = is_evm_chain(chain)
         assert all((_ADDRESS if evm else _ANY_ADDRESS).match(a) for a in accounts), (
             "accounts are addresses in their namespace's form (EVM: lowercase 0x hex)"
         )

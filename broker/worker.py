@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 import anyio
-import msgspec
 import trio
 from coredis.exceptions import RedisError
 
 from adapters.backoff import Backoff
-from adapters.base import ChainAdapter, ChainBlock
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent
 from broker.ingest import ChainIngestion
@@ -170,7 +170,7 @@ class ChainLeader:
     def __init__(
         self,
         bus: RedisEventBus,
-        adapter: ChainAdapter,
+        adapter: BlockSource,
         chain: str,
         *,
         metrics: Metrics,
@@ -325,10 +325,7 @@ class ChainLeader:
 
     async def _latest(self) -> ChainBlock | None:
         try:
-            number = await self.adapter.call(self.chain, "eth_blockNumber", msgspec.Raw(b"[]"))
-            if isinstance(number, msgspec.Raw):
-                number = msgspec.json.decode(number)
-            return await self.adapter.fetch_block(self.chain, number=int(number, 16))
+            return await self.adapter.fetch_head(self.chain)
         except Exception as exc:  # the adapter's next report fills the gap instead
             log.warning("%s: cannot read the node's head to backfill (%r)", self.chain, exc)
             return None
@@ -346,7 +343,9 @@ class ChainLeaders:
         timing: LeaseTiming = LeaseTiming(),
     ) -> None:
         self.leaders = [
-            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing) for n in networks
+            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing)
+            for n in networks
+            if isinstance(n.adapter, BlockSource)
         ]
 
     async def __call__(self, nursery: trio.Nursery) -> None:

@@ -19,13 +19,8 @@ from eth_account import Account as EthAccount
 from eth_utils.address import to_checksum_address
 
 from adapters._options import decode_options
-from adapters.base import (
-    BlockHandler,
-    CacheEpoch,
-    ChainBlock,
-    NetworkChainAdapter,
-    NetworkSpec,
-)
+from adapters.base import CacheEpoch, NetworkChainAdapter, NetworkSpec
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (

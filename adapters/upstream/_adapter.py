@@ -9,13 +9,8 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import (
-    BlockHandler,
-    ChainBlock,
-    IngestionStatistics,
-    NetworkChainAdapter,
-    NetworkSpec,
-)
+from adapters.base import IngestionStatistics, NetworkChainAdapter, NetworkSpec
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
