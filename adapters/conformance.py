@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 import trio
 from solders.pubkey import Pubkey
 
-from adapters.base import (
-    NOT_NOW,
-    AccountAdapter,
-    ChainAdapter,
-    ChainBlock,
-    Lifetime,
-    MethodDocs,
-)
+from adapters.base import NOT_NOW, AccountAdapter, ChainAdapter, Lifetime, MethodDocs
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
 from schemas.caip import is_evm, is_solana, normalize_address
 from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
@@ -73,7 +68,7 @@ async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
     else:
         raise AssertionError("an unknown method raises MethodNotFound (-32601)")
     await _check_now_answers_as_later(adapter, chain, "no_such_method_anywhere", [])
-    await _check_ingestion_starts_and_stops(adapter, chain)
+    await _check_events_start_and_stop(adapter, chain)
 
 
 async def _check_now_answers_as_later(
@@ -118,7 +113,9 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     ]
     for method, params in [*calls, *(("eth_getBlockByNumber", params) for params in bad)]:
         await _check_now_answers_as_later(adapter, chain, method, params)
-    await _check_blocks(adapter, chain)
+    if isinstance(adapter, BlockSource):
+        await _check_blocks(adapter, chain)
+        await _check_ingestion_starts_and_stops(adapter, chain)
 
 
 #: Solana's PubSub notifications: all a ``solana`` chain may deliver.
@@ -189,7 +186,7 @@ async def _check_params_errors(
         raise AssertionError(f"{method} accepted {params!r}")
 
 
-async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
+async def _check_blocks(adapter: BlockSource, chain: str) -> None:
     number = await adapter.call(chain, "eth_blockNumber", _raw([]))
     if isinstance(number, msgspec.Raw):
         number = msgspec.json.decode(number)
@@ -212,15 +209,30 @@ async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
     assert await adapter.fetch_block(chain, block_hash="0x" + "ee" * 32) is None
 
 
-async def _check_ingestion_starts_and_stops(adapter: ChainAdapter, chain: str) -> None:
+async def _check_ingestion_starts_and_stops(adapter: BlockSource, chain: str) -> None:
     async def ignore(block: ChainBlock) -> None:
         return None
 
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_events_start_and_stop(adapter: ChainAdapter, chain: str) -> None:
+    async def ignore(event: object) -> None:
+        return None
+
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_events(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_starts_and_stops(
+    serve: Callable[[trio.TaskStatus[None]], Awaitable[None]],
+) -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
-            )
+            await nursery.start(serve)
             nursery.cancel_scope.cancel()
 
 

@@ -19,15 +19,9 @@ from eth_account import Account as EthAccount
 from eth_utils.address import to_checksum_address
 
 from adapters._options import decode_options
-from adapters.base import (
-    BlockHandler,
-    CacheEpoch,
-    ChainBlock,
-    DevOptions,
-    NetworkChainAdapter,
-    NetworkSpec,
-)
+from adapters.base import CacheEpoch, DevOptions, NetworkChainAdapter, NetworkSpec
 from adapters.devchain._dev_network import dev_network
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (
@@ -533,7 +527,7 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
             raise ValueError("fetch_block needs number or block_hash")
         return None if record is None else record.chain_block()
 
-    async def latest_block(self, chain: str) -> ChainBlock | None:
+    async def fetch_head(self, chain: str) -> ChainBlock | None:
         self._check_chain(chain)
         return self.chain.head.chain_block()
 
