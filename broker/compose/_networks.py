@@ -39,6 +39,7 @@ class ServeOptions:
     genesis: Path | None = None
     chain_file: Path | None = None
     forkchoice: Path | None = None
+    state_dir: Path | None = None
 
 
 def _chain_import_flags(options: ServeOptions) -> list[str]:
@@ -47,6 +48,7 @@ def _chain_import_flags(options: ServeOptions) -> list[str]:
         ("--genesis", options.genesis),
         ("--chain-file", options.chain_file),
         ("--forkchoice", options.forkchoice),
+        ("--state-dir", options.state_dir),
     )
     return [flag for flag, value in flags if value]
 
@@ -54,9 +56,13 @@ def _chain_import_flags(options: ServeOptions) -> list[str]:
 def _dev_network(given: ServeOptions) -> NetworkSpec:
     options: dict[str, object] = {"block_time": given.block_time or 0.0}
     chain = DEV_CHAIN
-    flags = _chain_import_flags(given)
+    flags = [flag for flag in _chain_import_flags(given) if flag != "--state-dir"]
     if given.genesis is None and flags:  # said in flag terms; options would say it in TOML terms
         raise ConfigError(f"{', '.join(flags)}: only with --genesis")
+    if given.state_dir is not None:
+        if given.genesis is not None:
+            raise ConfigError("--state-dir: keeps the dev chain, not an imported --genesis")
+        options["state_dir"] = str(given.state_dir)
     if given.genesis is not None:
         try:
             genesis = json.loads(given.genesis.read_text())
@@ -149,7 +155,7 @@ def specs_to_serve(config: Config, given: ServeOptions) -> tuple[list[NetworkSpe
         # They describe the embedded dev chain, which the config's networks replace.
         raise ConfigError(
             f"{', '.join(flags)}: only for the embedded dev chain, and "
-            "--config has [networks.*]; set genesis, chain_file and forkchoice in the devchain "
+            "--config has [networks.*]; set genesis, chain_file, forkchoice and state_dir in the devchain "
             "network's table instead"
         )
     if not specs:
