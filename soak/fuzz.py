@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -174,13 +175,23 @@ def generate(count: int, batch: int) -> list[tuple[str, bytes]]:
     return found
 
 
+def lots(inputs: int) -> list[tuple[int, int]]:
+    """The lots (number, size) ``inputs`` inputs are drawn in."""
+    return [
+        (batch, min(BATCH, inputs - start)) for batch, start in enumerate(range(0, inputs, BATCH))
+    ]
+
+
 def cached(count: int, batch: int) -> list[tuple[str, bytes]]:
     """:func:`generate`, kept on disk between runs: Hypothesis draws about 300 inputs a second, so
-    100,000 take minutes of CPU the soak's machine is short of. Keyed by this module's text (the
-    strategies), Hypothesis's version, the lot and the count; the draws are seeded, so a cached lot
-    is the lot that would be drawn again."""
+    100,000 take minutes of CPU the soak's machine is short of. Keyed by the strategies (their
+    repr), Hypothesis's version, the lot and the count; the draws are seeded, so a cached lot is
+    the lot that would be drawn again."""
+    with warnings.catch_warnings():  # "Generating overly large repr": once a lot, wanted here
+        warnings.simplefilter("ignore")
+        strategies = repr(INPUTS)
     key = hashlib.sha256(
-        Path(__file__).read_bytes() + f"{hypothesis.__version__}/{batch}/{count}".encode()
+        f"{strategies}/{hypothesis.__version__}/{batch}/{count}".encode()
     ).hexdigest()[:16]
     path = CACHE / f"fuzz-{batch}-{count}-{key}.msgpack"
     with suppress(OSError, msgspec.DecodeError):
@@ -188,7 +199,7 @@ def cached(count: int, batch: int) -> list[tuple[str, bytes]]:
     found = generate(count, batch)
     with suppress(OSError):
         CACHE.mkdir(parents=True, exist_ok=True)
-        part = path.with_suffix(".part")
+        part = path.with_suffix(f".{os.getpid()}.part")  # the --prepare process may draw it too
         part.write_bytes(msgspec.msgpack.encode(found))
         part.replace(path)
     return found
@@ -290,8 +301,7 @@ class Fuzzer:
     async def _generate(self, send: trio.MemorySendChannel[tuple[str, bytes]]) -> None:
         """Lots of BATCH inputs, each generated in a thread while the previous one is sent."""
         async with send:
-            for batch, start in enumerate(range(0, self.inputs, BATCH)):
-                count = min(BATCH, self.inputs - start)
+            for batch, count in lots(self.inputs):
                 for value in await trio.to_thread.run_sync(cached, count, batch):
                     await send.send(value)
 
@@ -391,10 +401,20 @@ def main(argv: list[str] | None = None) -> None:
     soak's harness is busy with its clients), writing its figures to F every second and at the
     end (SIGINT stops it early)."""
     cli = argparse.ArgumentParser(prog="python -m soak.fuzz", description=__doc__)
-    cli.add_argument("--port", type=int, required=True, help="the web process to fuzz")
+    cli.add_argument("--port", type=int, help="the web process to fuzz")
     cli.add_argument("--inputs", type=int, required=True)
-    cli.add_argument("--out", type=Path, required=True, help="JSON figures, written as it goes")
+    cli.add_argument("--out", type=Path, help="JSON figures, written as it goes")
+    cli.add_argument(
+        "--prepare", action="store_true", help="only draw the inputs into the cache, send nothing"
+    )
     args = cli.parse_args(argv)
+    if args.prepare:
+        # Last lot first: the fuzzer draws from the first one on, whatever is not cached yet.
+        for batch, count in reversed(lots(args.inputs)):
+            cached(count, batch)
+        return
+    if args.port is None or args.out is None:
+        cli.error("--port and --out are needed to fuzz")
     fuzzer = Fuzzer(args.port, args.inputs, print)
 
     async def run() -> None:
