@@ -119,12 +119,14 @@ class NetworkSpec:
 @dataclass(frozen=True, kw_only=True)
 class DevOptions:
     """What ``scopecast serve`` says of the development chains it serves when no network is
-    configured (``--block-time``; ``--genesis``, ``--chain-file``, ``--forkchoice``)."""
+    configured (``--block-time``; ``--genesis``, ``--chain-file``, ``--forkchoice``;
+    ``--state-dir``)."""
 
     block_time: float | None = None
     genesis: Path | None = None
     chain_file: Path | None = None
     forkchoice: Path | None = None
+    state_dir: Path | None = None
 
 
 class EventMatcher(Protocol):
