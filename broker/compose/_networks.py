@@ -93,6 +93,8 @@ def build_network(spec: NetworkSpec) -> Network:
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     try:
         adapter = cls.from_spec(spec)
+    except ConfigError:
+        raise
     except ValueError as exc:  # the SDK's contract for bad options (ConfigError passes as is)
         raise ConfigError(f"networks.{spec.name} ({spec.adapter} adapter): {exc}") from None
     return Network(spec.name, spec.chain, adapter, direct_signing=cls.embedded)
