@@ -48,7 +48,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
 @pytest.fixture
 async def node() -> AsyncIterator[RunningBroker]:
     """A broker as `scopecast serve --block-time 0` builds it (the dev chain mines on demand), on
-    127.0.0.1 port 0, for one test; a test module may override it (to mine blocks first, say)."""
-    with trio.fail_after(60):
+    127.0.0.1 port 0, for one test; a test module may override it (to mine blocks first, say).
+    Its hang guard covers the test too: it is no shorter than the longest a test gives itself."""
+    with trio.fail_after(120):
         async with running_broker(ServeOptions(block_time=0)) as running:
             yield running
