@@ -11,51 +11,15 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import msgspec
 import trio
 
-#: The notifications every EVM chain adapter can deliver (``eth_subscribe`` results).
-EVM_NOTIFICATIONS: frozenset[str] = frozenset({"eth_subscription"})
-
-
-def is_evm(chain: str) -> bool:
-    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace."""
-    return chain.startswith("eip155:")
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One log of a canonical block, as geth returns it from ``eth_getLogs``.
-
-    ``address`` and ``topics`` are lowercase ``0x`` hex, kept apart from the encoded JSON so the
-    broker can match subscriptions without decoding. ``json`` is the whole log object encoded once,
-    with ``"removed":false``.
-    """
-
-    address: str
-    topics: tuple[str, ...]
-    json: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ChainBlock:
-    """A block as the ingestion side sees it: identity, the ``newHeads`` header JSON, its logs."""
-
-    number: int
-    hash: str
-    parent_hash: str
-    header_json: bytes
-    logs: tuple[LogRecord, ...] = ()
-
-
-BlockHandler = Callable[[ChainBlock], Awaitable[None]]
-"""Called by an adapter's ingestion task for every new head block it sees (gaps and reorgs allowed:
-the broker's head tracker fills gaps with :meth:`ChainAdapter.fetch_block`)."""
+from schemas.errors import InvalidParams, RpcError
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +84,18 @@ class MethodDoc:
     errors: tuple[tuple[int, str], ...] = ()
     by_name: bool = False
 
+    @classmethod
+    def of(
+        cls,
+        summary: str,
+        params: Iterable[ParamDoc],
+        result: Mapping[str, Any] | None,
+        *errors: tuple[int, str],
+        by_name: bool = False,
+    ) -> MethodDoc:
+        """A description from its parts as they read best in a table of methods."""
+        return cls(summary, tuple(params), result, errors, by_name)
+
 
 @dataclass(frozen=True, slots=True)
 class MethodDocs:
@@ -143,12 +119,14 @@ class NetworkSpec:
 @dataclass(frozen=True, kw_only=True)
 class DevOptions:
     """What ``scopecast serve`` says of the development chains it serves when no network is
-    configured (``--block-time``; ``--genesis``, ``--chain-file``, ``--forkchoice``)."""
+    configured (``--block-time``; ``--genesis``, ``--chain-file``, ``--forkchoice``;
+    ``--state-dir``)."""
 
     block_time: float | None = None
     genesis: Path | None = None
     chain_file: Path | None = None
     forkchoice: Path | None = None
+    state_dir: Path | None = None
 
 
 class EventMatcher(Protocol):
@@ -176,15 +154,75 @@ class EventMatcher(Protocol):
         ...
 
 
+S = TypeVar("S", bound=Hashable)
+
+
+class SubscriptionIndex(ABC, Generic[S]):
+    """The subscriptions of one chain, as a family finds those an event concerns.
+
+    The broker adds and removes its subscriptions (``S``: opaque to the family) with their
+    matchers; per event it asks :meth:`matching` for each payload to send and who receives it,
+    and builds each form of frame once around the payload (so a subscriber costs one
+    concatenation). An index that skips subscriptions that cannot match (the EVM profile's, by
+    log address and first topic) keeps the fan-out fast with many subscribers.
+    """
+
+    @abstractmethod
+    def add(self, sub: S, matcher: EventMatcher) -> None:
+        """Start matching ``sub`` (parsed into ``matcher`` by the family)."""
+
+    @abstractmethod
+    def remove(self, sub: S, matcher: EventMatcher) -> None:
+        """Stop matching ``sub``."""
+
+    @abstractmethod
+    def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
+        """Each payload (a notification's encoded ``result``) ``event`` makes, with the
+        subscriptions it goes to, all of one matcher :attr:`~EventMatcher.key` or all not
+        :attr:`~EventMatcher.one_shot`. The broker may remove subscriptions between two items."""
+
+
+class GroupedIndex(SubscriptionIndex[S]):
+    """The default index: subscriptions grouped by their matcher's key, each group's payload
+    rendered once per event (:meth:`EventMatcher.render`)."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        self.groups: dict[Hashable, tuple[EventMatcher, dict[S, None]]] = {}
+
+    def add(self, sub: S, matcher: EventMatcher) -> None:
+        group = self.groups.get(matcher.key)
+        if group is None:
+            group = self.groups[matcher.key] = (matcher, {})
+        group[1][sub] = None
+
+    def remove(self, sub: S, matcher: EventMatcher) -> None:
+        group = self.groups.get(matcher.key)
+        if group is not None:
+            group[1].pop(sub, None)
+            if not group[1]:
+                del self.groups[matcher.key]
+
+    def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
+        for matcher, subs in list(self.groups.values()):
+            result = matcher.render(event)
+            if result is not None:
+                yield list(subs), result
+
+
 class SubscriptionFamily(ABC):
     """A chain family's subscriptions over the WebSocket (its PubSub), as the broker serves them
-    for every adapter of the family: the broker owns ids (integers, as Solana's), connections,
-    session scoping (``wallet_notify``), fan-out, slow consumers and resume; the family parses
-    params into :class:`EventMatcher` s over the events its adapter's
-    :meth:`ChainAdapter.serve_events` reports."""
+    for every adapter of the family: the broker owns ids, connections, session scoping
+    (``wallet_notify``), fan-out, slow consumers and resume; the family parses params into
+    :class:`EventMatcher` s over the events its adapters report, and finds the subscriptions an
+    event concerns (:meth:`new_index`)."""
 
     #: Each subscribe method and its unsubscribe method.
     methods: ClassVar[Mapping[str, str]]
+    #: Subscription ids are integers (as Solana's); False: ``0x`` and 32 hex digits, quoted (as
+    #: geth's).
+    integer_ids: ClassVar[bool] = True
 
     @abstractmethod
     def parse(self, method: str, params: Any) -> EventMatcher:
@@ -194,6 +232,38 @@ class SubscriptionFamily(ABC):
     @classmethod
     def unsubscribe_methods(cls) -> frozenset[str]:
         return frozenset(cls.methods.values())
+
+    def notifications(self) -> frozenset[str]:
+        """The notification methods the family's messages carry (default: none declared)."""
+        return frozenset()
+
+    def method_docs(self) -> MethodDocs:
+        """Descriptions of the family's subscribe and unsubscribe methods, and of its
+        notifications (a :class:`MethodDoc` without a result), for ``rpc.discover`` (default:
+        none)."""
+        return MethodDocs()
+
+    def kind(self, method: str, matcher: EventMatcher) -> str:
+        """A subscription's kind, as the broker's metrics label it (default: its method)."""
+        return method
+
+    def new_index(self) -> SubscriptionIndex[Any]:
+        """An empty index of one chain's subscriptions (default: :class:`GroupedIndex`)."""
+        return GroupedIndex()
+
+    def unsubscribe_id(self, method: str, params: Any) -> str | None:
+        """The id an unsubscribe call names, as the broker keys it (its JSON text for an integer),
+        or None for one that names no subscription; raises for bad params. Default: one integer,
+        Solana's texts."""
+        sub_id = params[0] if isinstance(params, list) and len(params) == 1 else None
+        if not isinstance(sub_id, int) or isinstance(sub_id, bool):
+            raise InvalidParams("Invalid params: expected one subscription id (an integer).")
+        return str(sub_id)
+
+    def unknown_subscription(self) -> RpcError:
+        """The error for an unsubscribe naming no subscription of the caller's (default:
+        Solana's)."""
+        return InvalidParams("Invalid subscription id.")
 
 
 EventHandler = Callable[[object], Awaitable[None]]
@@ -248,10 +318,10 @@ class ChainAdapter(ABC):
         """The JSON-RPC methods this adapter answers for ``chain``."""
 
     def notifications(self, chain: str) -> frozenset[str]:
-        """The notifications this adapter can deliver for ``chain``: by default the EVM profile's
-        (``eth_subscription``) on an ``eip155`` chain, none elsewhere (a family's adapter names
-        its own)."""
-        return EVM_NOTIFICATIONS if is_evm(chain) else frozenset()
+        """The notifications this adapter can deliver for ``chain``: by default those of its
+        :meth:`subscription_family` (none without one)."""
+        family = self.subscription_family(chain)
+        return family.notifications() if family is not None else frozenset()
 
     @abstractmethod
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
@@ -270,21 +340,11 @@ class ChainAdapter(ABC):
         """
         return NOT_NOW
 
-    async def fetch_block(
-        self, chain: str, *, number: int | None = None, block_hash: str | None = None
-    ) -> ChainBlock | None:
-        """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
-        return None
-
-    async def latest_block(self, chain: str) -> ChainBlock | None:
-        """The chain's head block now (where a new ingestion leader backfills to); None if
-        unknown (the default: the adapter's next report fills the gap instead)."""
-        return None
-
     def subscription_family(self, chain: str) -> SubscriptionFamily | None:
-        """The family whose subscriptions ``chain`` serves beside (or instead of) the EVM's
-        ``eth_subscribe``; None (the default): none. An adapter that returns one reports the
-        family's events through :meth:`serve_events`."""
+        """The family whose subscriptions ``chain`` serves (the EVM profile's ``eth_subscribe``,
+        Solana's PubSub); None (the default): none. An adapter that returns one reports the
+        family's events through :meth:`serve_events` (an EVM adapter: its blocks, through
+        :class:`adapters.evm.chain_adapter.BlockSource`)."""
         return None
 
     async def serve_events(
@@ -296,17 +356,6 @@ class ChainAdapter(ABC):
     ) -> None:
         """Report the chain family's events (see :meth:`subscription_family`) to ``on_event``, in
         order, until cancelled. Default: none ever."""
-        task_status.started()
-        await trio.sleep_forever()
-
-    async def serve_ingestion(
-        self,
-        chain: str,
-        on_block: BlockHandler,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Report new head blocks to ``on_block`` until cancelled. Default: none ever."""
         task_status.started()
         await trio.sleep_forever()
 
@@ -422,7 +471,9 @@ class AccountAdapter(ABC):
 
     @abstractmethod
     def accounts(self, chain: str) -> Sequence[str]:
-        """Lowercase ``0x`` addresses held for ``chain``, in the wallet's order."""
+        """The addresses held for ``chain``, in the wallet's order, each in its namespace's
+        canonical CAIP-10 form (:func:`schemas.caip.normalize_address`: EVM lowercase ``0x`` hex,
+        Solana base58 as it is written)."""
 
     @abstractmethod
     def methods(self, chain: str) -> frozenset[str]:

@@ -4,32 +4,30 @@ Like ``trio.testing.check_two_way_stream`` for streams: the contract of :mod:`ad
 asserted here once, so that every adapter is held to the same rules the broker relies on.
 :func:`check_chain_adapter` runs the chain-neutral checks on every chain an adapter serves, then
 the checks of the chain's family where one exists (:func:`check_evm_chain` for ``eip155``,
-:func:`check_solana_chain` for ``solana``).
+:func:`check_solana_chain` for ``solana``); :func:`check_account_adapter` likewise
+(:func:`check_accounts_neutral`, then :func:`check_evm_accounts` or :func:`check_solana_accounts`).
 """
 
 from __future__ import annotations
 
+import base64
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 import trio
+from solders.pubkey import Pubkey
 
-from adapters.base import (
-    NOT_NOW,
-    AccountAdapter,
-    ChainAdapter,
-    ChainBlock,
-    Lifetime,
-    MethodDocs,
-    is_evm,
-)
-from schemas.caip import ADDRESS_PATTERN
+from adapters.base import NOT_NOW, AccountAdapter, ChainAdapter, Lifetime, MethodDocs
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
+from schemas.caip import is_evm, is_solana, normalize_address
 from schemas.errors import InvalidParams, MethodNotFound, RpcError, Unauthorized
 
 _CHAIN_ID = re.compile(r"^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$")
 _HASH = re.compile(r"^0x[0-9a-f]{64}$")
 _ADDRESS = re.compile(r"^0x[0-9a-f]{40}$")
-_ANY_ADDRESS = re.compile(f"^{ADDRESS_PATTERN}$")
 
 
 def _raw(value: object) -> msgspec.Raw:
@@ -45,7 +43,7 @@ async def check_chain_adapter(adapter: ChainAdapter) -> None:
         await check_chain_neutral(adapter, chain)
         if is_evm(chain):
             await check_evm_chain(adapter, chain)
-        elif chain.startswith("solana:"):
+        elif is_solana(chain):
             await check_solana_chain(adapter, chain)
 
 
@@ -70,7 +68,7 @@ async def check_chain_neutral(adapter: ChainAdapter, chain: str) -> None:
     else:
         raise AssertionError("an unknown method raises MethodNotFound (-32601)")
     await _check_now_answers_as_later(adapter, chain, "no_such_method_anywhere", [])
-    await _check_ingestion_starts_and_stops(adapter, chain)
+    await _check_events_start_and_stop(adapter, chain)
 
 
 async def _check_now_answers_as_later(
@@ -115,7 +113,9 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
     ]
     for method, params in [*calls, *(("eth_getBlockByNumber", params) for params in bad)]:
         await _check_now_answers_as_later(adapter, chain, method, params)
-    await _check_blocks(adapter, chain)
+    if isinstance(adapter, BlockSource):
+        await _check_blocks(adapter, chain)
+        await _check_ingestion_starts_and_stops(adapter, chain)
 
 
 #: Solana's PubSub notifications: all a ``solana`` chain may deliver.
@@ -186,7 +186,7 @@ async def _check_params_errors(
         raise AssertionError(f"{method} accepted {params!r}")
 
 
-async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
+async def _check_blocks(adapter: BlockSource, chain: str) -> None:
     number = await adapter.call(chain, "eth_blockNumber", _raw([]))
     if isinstance(number, msgspec.Raw):
         number = msgspec.json.decode(number)
@@ -209,48 +209,138 @@ async def _check_blocks(adapter: ChainAdapter, chain: str) -> None:
     assert await adapter.fetch_block(chain, block_hash="0x" + "ee" * 32) is None
 
 
-async def _check_ingestion_starts_and_stops(adapter: ChainAdapter, chain: str) -> None:
+async def _check_ingestion_starts_and_stops(adapter: BlockSource, chain: str) -> None:
     async def ignore(block: ChainBlock) -> None:
         return None
 
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_events_start_and_stop(adapter: ChainAdapter, chain: str) -> None:
+    async def ignore(event: object) -> None:
+        return None
+
+    await _check_starts_and_stops(
+        lambda task_status: adapter.serve_events(chain, ignore, task_status=task_status)
+    )
+
+
+async def _check_starts_and_stops(
+    serve: Callable[[trio.TaskStatus[None]], Awaitable[None]],
+) -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            await nursery.start(
-                lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
-            )
+            await nursery.start(serve)
             nursery.cancel_scope.cancel()
 
 
 def check_account_adapter(adapter: AccountAdapter) -> None:
-    """Assert the AccountAdapter contract on a started adapter (raises AssertionError)."""
+    """Assert the AccountAdapter contract on a started adapter (raises AssertionError): the
+    chain-neutral checks on every chain it holds accounts on, then those of the chain's family
+    (:func:`check_evm_accounts`, :func:`check_solana_accounts`)."""
     chains = list(adapter.chains())
     assert chains, "an account adapter holds accounts on at least one chain"
     for chain in chains:
-        accounts = list(adapter.accounts(chain))
-        evm = is_evm(chain)
-        assert all((_ADDRESS if evm else _ANY_ADDRESS).match(a) for a in accounts), (
-            "accounts are addresses in their namespace's form (EVM: lowercase 0x hex)"
-        )
-        methods = adapter.methods(chain)
-        assert isinstance(methods, frozenset)
-        if not accounts or "personal_sign" not in methods:
-            continue
+        check_accounts_neutral(adapter, chain)
+        if is_evm(chain):
+            check_evm_accounts(adapter, chain)
+        elif is_solana(chain):
+            check_solana_accounts(adapter, chain)
+
+
+def check_accounts_neutral(adapter: AccountAdapter, chain: str) -> None:
+    """What every account adapter must do on ``chain``, whatever its family: accounts in their
+    namespace's canonical CAIP-10 form, once each; its methods a frozenset, described by
+    ``method_docs``; an unknown method refused with MethodNotFound."""
+    assert _CHAIN_ID.match(chain), f"{chain!r} is not a CAIP-2 chain id"
+    accounts = list(adapter.accounts(chain))
+    for account in accounts:
+        assert isinstance(account, str), "accounts are address strings"
         try:
-            adapter.prepare(chain, "personal_sign", ["0x68656c6c6f", accounts[0]], permitted=())
-        except Unauthorized:
-            pass
-        else:
-            raise AssertionError(
-                "signing for an account outside `permitted` must raise Unauthorized"
-            )
-        try:
-            adapter.prepare(chain, "personal_sign", [], permitted=accounts)
-        except InvalidParams:
-            pass
-        else:
-            raise AssertionError("missing params must raise InvalidParams")
-        request = adapter.prepare(
-            chain, "personal_sign", ["0x68656c6c6f", accounts[0]], permitted=accounts
+            canonical = normalize_address(chain, account)
+        except ValueError as exc:
+            raise AssertionError(f"{account!r} is not an address of {chain}: {exc}") from exc
+        assert canonical == account, (
+            f"accounts are in their namespace's canonical form ({account!r}, not {canonical!r})"
         )
-        assert request.account == accounts[0], "the signing account is the one named"
-        assert request.summary, "a signing request carries a readable summary for the operator"
+    assert len(set(accounts)) == len(accounts), "each account is listed once"
+    methods = adapter.methods(chain)
+    assert isinstance(methods, frozenset), "methods() returns a frozenset"
+    assert all(isinstance(m, str) and m for m in methods)
+    docs = adapter.method_docs(chain)
+    assert isinstance(docs, MethodDocs), "method_docs() returns MethodDocs"
+    assert set(docs.methods) <= methods, "method_docs() describes only methods it answers"
+    try:
+        adapter.prepare(chain, "no_such_method_anywhere", [], permitted=accounts)
+    except MethodNotFound:
+        pass
+    else:
+        raise AssertionError("an unknown method raises MethodNotFound (-32601)")
+
+
+def check_evm_accounts(adapter: AccountAdapter, chain: str) -> None:
+    """What an ``eip155`` account adapter must do: lowercase ``0x`` addresses, and
+    ``personal_sign`` (where offered) held to the accounts permitted."""
+    accounts = list(adapter.accounts(chain))
+    assert all(_ADDRESS.match(a) for a in accounts), "EVM accounts are lowercase 0x hex"
+    if accounts and "personal_sign" in adapter.methods(chain):
+        _check_signing(
+            adapter,
+            chain,
+            "personal_sign",
+            lambda account: ["0x68656c6c6f", account],
+            missing=[],
+        )
+
+
+def check_solana_accounts(adapter: AccountAdapter, chain: str) -> None:
+    """What a ``solana`` account adapter must do: base58 ed25519 public keys (32 bytes, on the
+    curve: a key that can sign), and ``signMessage`` (where offered) held to the accounts
+    permitted."""
+    accounts = list(adapter.accounts(chain))
+    for account in accounts:
+        try:
+            key = Pubkey.from_string(account)
+        except ValueError as exc:
+            raise AssertionError(f"{account!r} is not a base58 32-byte public key") from exc
+        assert str(key) == account, f"{account!r} is base58 as Solana writes it"
+        assert key.is_on_curve(), f"{account!r} is an ed25519 public key (on the curve)"
+    if accounts and "signMessage" in adapter.methods(chain):
+        hello = base64.b64encode(b"hello").decode()
+        _check_signing(
+            adapter,
+            chain,
+            "signMessage",
+            lambda account: {"account": {"address": account}, "message": hello},
+            missing={},
+        )
+
+
+def _check_signing(
+    adapter: AccountAdapter,
+    chain: str,
+    method: str,
+    params_for: Callable[[str], list[Any] | dict[str, Any]],
+    *,
+    missing: list[Any] | dict[str, Any],
+) -> None:
+    """``method`` signs only for the accounts permitted, refuses ``missing`` params, names the
+    signing account and describes the request for the operator."""
+    account = adapter.accounts(chain)[0]
+    try:
+        adapter.prepare(chain, method, params_for(account), permitted=())
+    except Unauthorized:
+        pass
+    else:
+        raise AssertionError(f"{method} for an account outside `permitted` must raise Unauthorized")
+    try:
+        adapter.prepare(chain, method, missing, permitted=[account])
+    except InvalidParams:
+        pass
+    else:
+        raise AssertionError(f"{method} with missing params must raise InvalidParams")
+    request = adapter.prepare(chain, method, params_for(account), permitted=[account])
+    assert request.account == account, "the signing account is the one named"
+    assert request.summary, "a signing request carries a readable summary for the operator"

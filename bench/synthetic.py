@@ -24,14 +24,16 @@ from typing import Any, ClassVar, Final
 import msgspec
 import trio
 
-from adapters.base import BlockHandler, ChainAdapter, ChainBlock, LogRecord, NetworkSpec
+from adapters.base import ChainAdapter, NetworkSpec
+from adapters.evm.blocks import BlockHandler, ChainBlock, LogRecord
+from adapters.evm.chain_adapter import BlockSource
 from bench import payloads
 
 SYNTHETIC: Final = "bench-synthetic"
 CONSTANT: Final = "bench-constant"
 
 
-class SyntheticChainAdapter(ChainAdapter):
+class SyntheticChainAdapter(BlockSource):
     """A chain whose blocks appear on demand, back to back."""
 
     name: ClassVar[str] = SYNTHETIC

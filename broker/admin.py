@@ -18,12 +18,11 @@ from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
 from schemas.admin import (
-    ApproveParams,
     DappParams,
-    RejectParams,
-    RevokeSessionParams,
-    UpdateSessionParams,
-    decode_params,
+    approve_params,
+    reject_params,
+    revoke_session_params,
+    update_session_params,
 )
 
 if TYPE_CHECKING:
@@ -119,7 +118,7 @@ class AdminApi:
         return [describe_session(s) for s in sessions if not is_expired(s, now)]
 
     async def _updateSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        update = decode_params(params, UpdateSessionParams)
+        update = update_session_params.decode(params)
         session = await self._sessions.update(_identity(update), update.sessionScopes)
         if session is None:
             return {"sessionScopes": {}}
@@ -128,14 +127,14 @@ class AdminApi:
         }
 
     async def _revokeSession(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        revoke = decode_params(params, RevokeSessionParams)
+        revoke = revoke_session_params.decode(params)
         return await self._sessions.revoke(_identity(revoke), revoke.scopes)
 
     async def _listApprovals(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return [p.describe() for p in self._sessions.policy.pending()]
 
     async def _approve(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        answer = decode_params(params, ApproveParams)
+        answer = approve_params.decode(params)
         # Validated like a request's scopes; the approval narrows to them, never widens.
         scopes = answer.sessionScopes
         narrowed = parse_scopes(scopes, field="sessionScopes") if scopes is not None else None
@@ -144,7 +143,7 @@ class AdminApi:
         return True
 
     async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        approval_id = decode_params(params, RejectParams).id
+        approval_id = reject_params.decode(params).id
         if not self._sessions.policy.reject(approval_id):
             raise _not_waiting(approval_id)
         return True

@@ -26,7 +26,7 @@ from schemas.caip import ScopeObject, normalize_address, parse_account_id
 log = logging.getLogger(__name__)
 
 HeldAccounts = Callable[[str], Sequence[str]]
-"""The wallet's accounts (lowercase addresses) on a chain."""
+"""The wallet's accounts on a chain (addresses in their namespace's canonical form)."""
 
 Outcome = Literal["approved", "rejected", "timedOut", "withdrawn"]
 """How a request stopped waiting (``withdrawn``: its dapp hung up, or its call was cancelled)."""
@@ -93,14 +93,12 @@ def auto_accounts(offer: SessionRequest, held: HeldAccounts) -> dict[str, list[s
 
 
 def _operator_accounts(
-    offer: SessionRequest, held: HeldAccounts, accounts: Sequence[Any]
+    offer: SessionRequest, held: HeldAccounts, accounts: Sequence[str]
 ) -> dict[str, list[str]]:
     # The operator names accounts as CAIP-10 ids (one chain) or plain addresses (every offered
-    # chain where the wallet holds them).
+    # chain where the wallet holds them); their type was checked when the params were decoded.
     chosen: dict[str, list[str]] = {chain: [] for chain in offer.scopes}
     for item in accounts:
-        if not isinstance(item, str):
-            raise InvalidParams("accounts must be strings (CAIP-10 ids or addresses)")
         if item.count(":") == 2:
             try:
                 account = parse_account_id(item)

@@ -145,6 +145,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--chain-file", type=Path, help="dev chain: import these RLP-encoded blocks")
     serve.add_argument("--forkchoice", type=Path, help="dev chain: forkchoice JSON naming the head")
     serve.add_argument(
+        "--state-dir",
+        type=Path,
+        help="dev chain: keep its blocks and state in DIR; a restart continues the same chain",
+    )
+    serve.add_argument(
         "--approval", choices=["auto", "manual"], help="who approves sessions and signatures"
     )
     serve.add_argument("--admin-token", help="bearer token of the operator API (POST /admin)")
@@ -215,6 +220,7 @@ def options_of_serve_args(args: argparse.Namespace) -> ServeOptions:
         genesis=args.genesis,
         chain_file=args.chain_file,
         forkchoice=args.forkchoice,
+        state_dir=args.state_dir,
     )
 
 

@@ -10,7 +10,6 @@ from typing import Final
 from urllib.parse import unquote
 
 import trio
-from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker import frames
 from broker.dispatch import CallContext, Dispatcher
@@ -21,7 +20,7 @@ from broker.metrics import Metrics
 from broker.resume import ResumeKeeper
 from broker.resume._keeper import resumed_message
 from broker.websocket import WebSocketConnection
-from broker.ws_protocol import accept_handshake
+from broker.ws_protocol import RemoteProtocolError, accept_handshake
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ class Connections:
         resume_from = _query_value(request.target, b"resume")
         try:
             accept = accept_handshake(request.headers, request.target)
-        except (WsHandshakeError, RpcError) as exc:
+        except (RemoteProtocolError, RpcError) as exc:
             return HttpResponse(400, str(exc).encode())
         return self._session(accept, context, resume_from)
 
@@ -111,7 +110,7 @@ class Connections:
                 # No await since the resume's last read: the hooks see every later change.
                 for hook in self._connect_hooks:
                     hook(conn)
-                await conn.serve(trailing)
+                await conn.run(trailing)
             finally:
                 try:
                     if self._resume is not None:  # before _forget ends its subscriptions
@@ -128,14 +127,15 @@ class Connections:
 
     async def serve_heartbeat(self) -> None:
         """Ping every connection each ``ping_interval``; close those that did not answer the
-        last ping (1011 ping timeout), until cancelled."""
+        last ping (4009 ping timeout), until cancelled."""
+        interval = self._limits.ping_interval
+        now = trio.current_time()
         while True:
-            await trio.sleep(self._limits.ping_interval)
+            # A pong is due by the next tick: the time slept until, so the tick finds it past.
+            await trio.sleep_until(now + interval)
+            now = trio.current_time()
             for conn in list(self._open):
-                if conn.awaiting_pong:
-                    conn.close(frames.CLOSE_PING_TIMEOUT, "ping timeout")
-                else:
-                    conn.ping()
+                conn.heartbeat(now, now + interval)
 
     def _slow_consumer(self, conn: WebSocketConnection) -> None:
         self._metrics.slow_consumers.inc()

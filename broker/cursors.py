@@ -16,6 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from broker.events import HubEvent
+from broker.session_changes import SessionChange
+
+FeedEntry = HubEvent | SessionChange
+"""What a feed delivers: a chain's event, or a session change (on :data:`CHANGES`)."""
+
 CHANGES: Final = "changes"
 """The feed name of the session changes log (chain feeds are named by their CAIP-2 id)."""
 
@@ -64,13 +70,13 @@ class FeedPositions:
 
     def __init__(self, *, recent: int = RECENT_ENTRIES) -> None:
         self._positions: dict[str, str] = {}
-        self._recent: dict[str, deque[tuple[str, object]]] = {}
+        self._recent: dict[str, deque[tuple[str, FeedEntry]]] = {}
         self.recent_limit = recent
         self.version = 0
         self._joined: dict[tuple[str, ...], bytes] = {}
         self._joined_version = 0
 
-    def advance(self, feed: str, position: str, entry: object = None) -> None:
+    def advance(self, feed: str, position: str, entry: FeedEntry | None = None) -> None:
         """``entry`` was delivered at ``position`` on ``feed`` (None: only the position is known,
         as when a reader starts)."""
         self._positions[feed] = position
@@ -104,7 +110,7 @@ class FeedPositions:
             self._joined[feeds] = found
         return found
 
-    def recent_after(self, feed: str, position: str) -> list[tuple[str, object]] | None:
+    def recent_after(self, feed: str, position: str) -> list[tuple[str, FeedEntry]] | None:
         """The entries delivered on ``feed`` after ``position``, oldest first, when this process
         still holds them all (None: it does not)."""
         if self._positions.get(feed) == position:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from adapters.base import MethodDoc, ParamDoc
-from adapters.evm.openrpc import COMPONENTS as EVM_COMPONENTS
+from adapters.base import MethodDoc, MethodDocs, ParamDoc
 from adapters.evm.openrpc import ref
 from schemas import caip
 
@@ -45,19 +44,9 @@ _SESSION_ERRORS = (
     (5301, "scopedProperties can only be outside of sessionScopes"),
     (5302, "Invalid sessionProperties requested"),
 )
-_FILTER_NOT_FOUND = (-32000, "filter not found")
-_INVALID = (-32602, "invalid argument N: ...")
-_ID = {"type": "string", "pattern": "^0x[0-9a-f]+$"}
 
 
-def _doc(
-    summary: str,
-    params: Iterable[ParamDoc],
-    result: Mapping[str, Any] | None,
-    *errors: tuple[int, str],
-    by_name: bool = False,
-) -> MethodDoc:
-    return MethodDoc(summary, tuple(params), result, errors, by_name)
+_doc = MethodDoc.of
 
 
 BROKER_METHODS: Final[dict[str, MethodDoc]] = {
@@ -108,41 +97,6 @@ BROKER_METHODS: Final[dict[str, MethodDoc]] = {
         (-32602, "scopes must be an array of scope strings"),
         by_name=True,
     ),
-    "eth_subscribe": _doc(
-        "Subscribe to newHeads or logs (WebSocket only; over HTTP -32601 notifications not "
-        "supported); answers the subscription id",
-        (
-            ParamDoc("subscription", {"type": "string", "enum": ["newHeads", "logs"]}),
-            ParamDoc("filter", ref("Filter"), False, "logs only: address and topics"),
-        ),
-        _ID,
-        _INVALID,
-        (-32601, "notifications not supported"),
-    ),
-    "eth_unsubscribe": _doc(
-        "End a subscription", (ParamDoc("subscription", _ID),), {"type": "boolean"}, _INVALID
-    ),
-    "eth_newFilter": _doc(
-        "Install a log filter (expires 15 minutes after its last poll)",
-        (ParamDoc("filter", ref("Filter")),),
-        _ID,
-        _INVALID,
-    ),
-    "eth_newBlockFilter": _doc("Install a new-block filter", (), _ID),
-    "eth_getFilterChanges": _doc(
-        "What a filter saw since its last poll",
-        (ParamDoc("filter", _ID),),
-        {"type": "array"},
-        _FILTER_NOT_FOUND,
-    ),
-    "eth_getFilterLogs": _doc(
-        "Every log a log filter matches",
-        (ParamDoc("filter", _ID),),
-        {"type": "array", "items": ref("Log")},
-        _FILTER_NOT_FOUND,
-        (-32005, "query returned more than 10000 results"),
-    ),
-    "eth_uninstallFilter": _doc("Remove a filter", (ParamDoc("filter", _ID),), {"type": "boolean"}),
     "scopecast_refreshToken": _doc(
         "Renew the token of this WebSocket (keys with jwt_public_key) before it expires; answers "
         "the new expiry (Unix seconds)",
@@ -154,12 +108,6 @@ BROKER_METHODS: Final[dict[str, MethodDoc]] = {
 }
 
 NOTIFICATIONS: Final[dict[str, MethodDoc]] = {
-    "eth_subscription": _doc(
-        "A subscription's event (direct subscriptions)",
-        (ParamDoc("subscription", _ID), ParamDoc("result", {})),
-        None,
-        by_name=True,
-    ),
     "wallet_notify": _doc(
         "A session subscription's event, scoped",
         (
@@ -252,16 +200,25 @@ def document(dispatcher: Dispatcher, network: Network, admin: Iterable[str]) -> 
     chain = network.chain
     docs = dict(BROKER_METHODS)
     chain_docs = network.adapter.method_docs(chain)
-    # The broker's own filter and subscription methods speak EVM's types on every network (until
-    # chain families bring their own), so the EVM schemas are always there to refer to.
-    components: dict[str, Any] = {**EVM_COMPONENTS, **chain_docs.components, **_CAIP_COMPONENTS}
+    # The chain's family describes the subscription (and filter) methods the broker serves for it,
+    # and the notifications they send.
+    family = network.adapter.subscription_family(chain)
+    family_docs = family.method_docs() if family is not None else MethodDocs()
+    components: dict[str, Any] = {
+        **family_docs.components,
+        **chain_docs.components,
+        **_CAIP_COMPONENTS,
+    }
+    notifications = {n: d for n, d in family_docs.methods.items() if d.result is None}
+    docs.update({n: d for n, d in family_docs.methods.items() if d.result is not None})
     docs.update(chain_docs.methods)
     for accounts in dispatcher.account_adapters(chain):
         account_docs = accounts.method_docs(chain)
         docs.update(account_docs.methods)
         components.update(account_docs.components)
     methods = [method_object(name, docs.get(name)) for name in sorted(dispatcher.methods(network))]
-    methods += [method_object(name, doc) for name, doc in NOTIFICATIONS.items()]
+    notifications.update(NOTIFICATIONS)
+    methods += [method_object(name, doc) for name, doc in notifications.items()]
     operator = [{"name": "operator API", "url": "/admin"}]
     methods += [
         {**method_object(name, ADMIN_METHODS.get(name)), "servers": operator}

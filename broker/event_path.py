@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus, MemoryLog, Position
 from broker.events import ChainEvent, FamilyEvent, HeadEvent
 from broker.filters import FilterRegistry
@@ -22,14 +23,17 @@ from broker.subscriptions import SubscriptionHub
 def chain_families(
     networks: Networks, hub: SubscriptionHub, *, window: float
 ) -> dict[str, MemoryLog[FamilyEvent]]:
-    """Give ``hub`` the subscription family of each network that has one (Solana's), and a log
-    for its events, which stay in this process; the logs, by chain."""
+    """Give ``hub`` the subscription family of each network that has one, and a log for the
+    events of those whose adapter reports the family's own (Solana's), which stay in this process
+    (an adapter that reports blocks feeds the EVM profile's through ingestion and the bus); the
+    logs, by chain."""
     logs: dict[str, MemoryLog[FamilyEvent]] = {}
     for network in networks:
         family = network.adapter.subscription_family(network.chain)
         if family is not None:
             hub.families[network.chain] = family
-            logs[network.chain] = MemoryLog(window=window)
+            if not isinstance(network.adapter, BlockSource):
+                logs[network.chain] = MemoryLog(window=window)
     return logs
 
 
@@ -86,8 +90,11 @@ class EventPath:
             nursery.start_soon(self._resume.serve_flusher)
         if self._ingest:
             for network in self._networks:
-                ingestion = ChainIngestion(network.adapter, network.chain, self._bus, self._metrics)
-                await nursery.start(ingestion.serve)
+                if isinstance(network.adapter, BlockSource):
+                    ingestion = ChainIngestion(
+                        network.adapter, network.chain, self._bus, self._metrics
+                    )
+                    await nursery.start(ingestion.serve)
 
     def _family_feed(
         self, chain: str, log: MemoryLog[FamilyEvent]

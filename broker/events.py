@@ -1,25 +1,14 @@
-"""Chain events as the fan-out consumes them: a new canonical head, or a block's logs
-(``removed`` when a reorganisation orphaned the block). They travel through the bus (in memory,
-or a Redis Stream per chain), so they are plain msgspec-encodable values."""
+"""Chain events as the fan-out consumes them: the EVM profile's block events (a new canonical
+head, or a block's logs: :mod:`adapters.evm.blocks`), which travel through the bus (in memory, or
+a Redis Stream per chain), and a chain family's own events, which stay in this process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.base import ChainBlock
-
-
-@dataclass(frozen=True, slots=True)
-class HeadEvent:
-    chain: str
-    block: ChainBlock
-
-
-@dataclass(frozen=True, slots=True)
-class LogsEvent:
-    chain: str
-    block: ChainBlock
-    removed: bool
+from adapters.evm.blocks import ChainEvent as ChainEvent
+from adapters.evm.blocks import HeadEvent as HeadEvent
+from adapters.evm.blocks import LogsEvent as LogsEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +20,6 @@ class FamilyEvent:
     chain: str
     event: object
 
-
-ChainEvent = HeadEvent | LogsEvent
-"""What a chain's block ingestion publishes (through the bus, in memory or Redis)."""
 
 HubEvent = ChainEvent | FamilyEvent
 """What the subscription hub delivers."""

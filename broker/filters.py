@@ -5,6 +5,11 @@ Filters are fed by the same chain events as subscriptions, so ``eth_getFilterCha
 happened since the last poll, including logs removed by a reorganisation. ``eth_getFilterLogs`` runs
 the filter's whole query through ``eth_getLogs``. A filter not polled for ``FILTER_TIMEOUT`` is
 removed. A filter belongs to the API key that created it; other keys get ``filter not found``.
+
+The events are kept once, in a journal shared by every filter (each filter holds only its place in
+it), from the oldest place a filter still has to read: memory grows with the events of the last
+``FILTER_TIMEOUT``, not with the number of filters times their events. A filter left more than
+``MAX_BUFFERED`` events behind (the journal's bound) gets ``LimitExceeded`` on its next poll.
 Params are decoded by the Structs of :mod:`schemas.filters`, the filter object as geth reads it
 (:func:`adapters.evm.log_filter.parse_filter`).
 """
@@ -12,6 +17,7 @@ Params are decoded by the Structs of :mod:`schemas.filters`, the filter object a
 from __future__ import annotations
 
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
@@ -77,9 +83,17 @@ class _Filter:
     to_block: int | None = None
     #: ``fromBlock`` is ``pending``: ``eth_getFilterLogs`` refuses it (SPEC §2.5).
     from_pending: bool = False
-    buffer: list[msgspec.Raw | str] = field(default_factory=list)
-    overflowed: bool = False
+    #: The journal position of the first event this filter has not returned yet.
+    position: int = 0
     last_poll: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FilterStatistics:
+    """A snapshot of the registry: installed filters and the events its journal holds."""
+
+    filters: int
+    journal_events: int
 
 
 class FilterRegistry:
@@ -88,9 +102,19 @@ class FilterRegistry:
     def __init__(self, get_logs: GetLogs) -> None:
         self._get_logs = get_logs
         self._filters: dict[str, _Filter] = {}
+        #: Chain events not yet returned to every filter; ``_start`` is the first one's position.
+        self._journal: deque[ChainEvent] = deque()
+        self._start = 0
 
     def __len__(self) -> int:
         return len(self._filters)
+
+    def statistics(self) -> FilterStatistics:
+        return FilterStatistics(len(self._filters), len(self._journal))
+
+    @property
+    def _end(self) -> int:
+        return self._start + len(self._journal)
 
     def new_log_filter(self, api_key: str, chain: str, params: Params) -> str:
         """``eth_newFilter``: install a log filter; its id."""
@@ -116,6 +140,7 @@ class FilterRegistry:
     def _install(self, flt: _Filter) -> str:
         flt.id = "0x" + secrets.token_hex(16)
         flt.last_poll = trio.current_time()
+        flt.position = self._end
         self._filters[flt.id] = flt
         return flt.id
 
@@ -130,13 +155,19 @@ class FilterRegistry:
     def changes(self, api_key: str, params: Params) -> list[msgspec.Raw | str]:
         """What the filter saw since the last poll."""
         flt = self._lookup(api_key, params)
-        if flt.overflowed:
-            flt.overflowed = False
-            flt.buffer = []
+        start, flt.position = flt.position, self._end
+        found: list[msgspec.Raw | str] = []
+        overflowed = start < self._start  # events it had not read were dropped
+        for index in range(max(start, self._start) - self._start, len(self._journal)):
+            if overflowed:
+                break
+            found.extend(_changes(flt, self._journal[index]))
+            overflowed = len(found) > MAX_BUFFERED
+        self._trim()
+        if overflowed:
             raise LimitExceeded(
                 f"filter changes exceeded {MAX_BUFFERED} entries since the last poll; poll more often"
             )
-        found, flt.buffer = flt.buffer, []
         return found
 
     async def logs(self, api_key: str, params: Params) -> Any:
@@ -156,6 +187,7 @@ class FilterRegistry:
         except ServerError:
             return False
         del self._filters[flt.id]
+        self._trim()
         return True
 
     def expire(self, now: float) -> int:
@@ -163,42 +195,51 @@ class FilterRegistry:
         stale = [f.id for f in self._filters.values() if now - f.last_poll > FILTER_TIMEOUT]
         for fid in stale:
             del self._filters[fid]
+        self._trim()
         return len(stale)
 
     def on_event(self, event: ChainEvent) -> None:
-        """Record a chain event in every filter it concerns."""
-        for flt in self._filters.values():
-            if flt.chain != event.chain or flt.overflowed:
-                continue
-            if flt.kind == "blocks":
-                if isinstance(event, HeadEvent):
-                    self._append(flt, event.block.hash)
-            elif isinstance(event, LogsEvent):
-                number = event.block.number
-                if flt.from_block is not None and number < flt.from_block:
-                    continue
-                if flt.to_block is not None and number > flt.to_block:
-                    continue
-                criteria = flt.criteria
-                assert criteria is not None
-                for log in event.block.logs:
-                    if criteria.matches(log.address, log.topics):
-                        data = (
-                            log.json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1)
-                            if event.removed
-                            else log.json
-                        )
-                        self._append(flt, msgspec.Raw(data))
-
-    @staticmethod
-    def _append(flt: _Filter, item: msgspec.Raw | str) -> None:
-        if len(flt.buffer) >= MAX_BUFFERED:
-            flt.overflowed = True
+        """Keep a chain event for the filters (none installed: nothing to keep)."""
+        if not self._filters:
             return
-        flt.buffer.append(item)
+        self._journal.append(event)
+        if len(self._journal) > MAX_BUFFERED:  # the laggards' next poll says so
+            self._journal.popleft()
+            self._start += 1
+
+    def _trim(self) -> None:
+        """Drop the events every filter has read."""
+        oldest = min((f.position for f in self._filters.values()), default=self._end)
+        while self._journal and self._start < oldest:
+            self._journal.popleft()
+            self._start += 1
 
     async def serve_expiry(self) -> None:
         """Remove stale filters once a minute, until cancelled."""
         while True:
             await trio.sleep(60)
             self.expire(trio.current_time())
+
+
+def _changes(flt: _Filter, event: ChainEvent) -> list[msgspec.Raw | str]:
+    """What ``event`` adds to ``flt``'s changes."""
+    if flt.chain != event.chain:
+        return []
+    if flt.kind == "blocks":
+        return [event.block.hash] if isinstance(event, HeadEvent) else []
+    if not isinstance(event, LogsEvent):
+        return []
+    number = event.block.number
+    if flt.from_block is not None and number < flt.from_block:
+        return []
+    if flt.to_block is not None and number > flt.to_block:
+        return []
+    criteria = flt.criteria
+    assert criteria is not None
+    return [
+        msgspec.Raw(
+            log.json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if event.removed else log.json
+        )
+        for log in event.block.logs
+        if criteria.matches(log.address, log.topics)
+    ]

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
-from adapters.base import ChainBlock
+from adapters.evm.blocks import ChainBlock
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 
 DEFAULT_WINDOW: Final = 128

@@ -9,7 +9,8 @@ import logging
 
 import trio
 
-from adapters.base import ChainAdapter, ChainBlock
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus
 from broker.heads import Advanced, HeadTracker, NeedParent, NeedRange
 from broker.metrics import Metrics
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 class ChainIngestion:
     """Connects one chain's reported blocks into canonical events and publishes them."""
 
-    def __init__(self, adapter: ChainAdapter, chain: str, bus: EventBus, metrics: Metrics) -> None:
+    def __init__(self, adapter: BlockSource, chain: str, bus: EventBus, metrics: Metrics) -> None:
         self.adapter = adapter
         self.chain = chain
         self.bus = bus

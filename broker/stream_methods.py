@@ -1,4 +1,5 @@
-"""The broker-level node methods: subscriptions (WebSocket only) and polled filters.
+"""The broker-level node methods: every chain family's subscriptions (WebSocket only: the EVM
+profile's ``eth_subscribe``, Solana's PubSub) and the EVM profile's polled filters.
 
 They are served by the broker itself, on top of the chain events, for every adapter alike.
 """
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from adapters.base import is_evm
+from adapters.evm.subscriptions import EvmSubscriptions
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
@@ -18,11 +19,10 @@ if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub
 
 
-#: The broker's methods of the EVM profile (subscriptions and polled filters).
-EVM_STREAM_METHODS: Final = frozenset(
+#: The polled filters of the EVM profile, served where its subscriptions are (on the chains whose
+#: adapter reports blocks).
+FILTER_METHODS: Final = frozenset(
     {
-        "eth_subscribe",
-        "eth_unsubscribe",
         "eth_newFilter",
         "eth_newBlockFilter",
         "eth_getFilterChanges",
@@ -36,9 +36,20 @@ def _decode(params: msgspec.Raw) -> Any:
     return msgspec.json.decode(params)
 
 
+def filter_methods(hub: SubscriptionHub, chain: str) -> frozenset[str]:
+    """The polled filter methods served on ``chain``: on the EVM profile's chains only."""
+    return FILTER_METHODS if isinstance(hub.families.get(chain), EvmSubscriptions) else frozenset()
+
+
+def served_methods(hub: SubscriptionHub, chain: str) -> frozenset[str]:
+    """The methods the broker itself serves on ``chain``: its family's subscribe and unsubscribe
+    methods, and the polled filters beside the EVM profile's."""
+    return hub.family_methods(chain) | filter_methods(hub, chain)
+
+
 def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistry) -> None:
-    """Serve ``eth_subscribe``, ``eth_unsubscribe`` and the filter methods on the EVM chains, and
-    the subscribe methods of the other chain families on theirs."""
+    """Serve each chain family's subscribe and unsubscribe methods on its chains, and the filter
+    methods beside the EVM profile's."""
 
     async def family_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
         family = hub.families.get(chain)
@@ -51,30 +62,10 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
         if method in family.methods:
             if ctx.access is not None:
                 ctx.access.check_subscriptions(hub.held(ctx.peer))
-            return await hub.subscribe_family(ctx.peer, chain, method, _decode(params))
-        return hub.unsubscribe_family(ctx.peer, chain, method, _decode(params))
+            return await hub.subscribe(ctx.peer, chain, method, _decode(params))
+        return hub.unsubscribe(ctx.peer, chain, method, _decode(params))
 
-    def family_methods(chain: str) -> frozenset[str]:
-        family = hub.families.get(chain)
-        if family is None:
-            return frozenset()
-        return frozenset(family.methods) | family.unsubscribe_methods()
-
-    dispatcher.add_fallback(family_call, family_methods)
-
-    async def subscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
-        if ctx.peer is None:
-            raise SubscriptionsNeedWebSocket()
-        if ctx.access is not None:
-            ctx.access.check_subscriptions(hub.held(ctx.peer))
-        return await hub.subscribe(ctx.peer, ctx.network.chain, _decode(params))
-
-    async def unsubscribe(ctx: CallContext, params: msgspec.Raw) -> Any:
-        if ctx.peer is None:
-            raise SubscriptionsNeedWebSocket()
-        args = _decode(params)
-        sub_id = args[0] if isinstance(args, list) and args else None
-        return hub.unsubscribe(ctx.peer, sub_id)
+    dispatcher.add_fallback(family_call, hub.family_methods)
 
     async def new_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
         return filters.new_log_filter(ctx.api_key, ctx.network.chain, params)
@@ -91,10 +82,7 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
     async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
         return filters.uninstall(ctx.api_key, params)
 
-    # The EVM profile: served on the chains of the eip155 namespace only.
-    evm: dict[str, Handler] = {
-        "eth_subscribe": subscribe,
-        "eth_unsubscribe": unsubscribe,
+    filter_handlers: dict[str, Handler] = {
         "eth_newFilter": new_filter,
         "eth_newBlockFilter": new_block_filter,
         "eth_getFilterChanges": filter_changes,
@@ -102,13 +90,13 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
         "eth_uninstallFilter": uninstall_filter,
     }
 
-    async def evm_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
-        handler = evm.get(method)
-        if handler is None or not is_evm(chain):
+    def chain_filter_methods(chain: str) -> frozenset[str]:
+        return filter_methods(hub, chain)
+
+    async def filter_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
+        handler = filter_handlers.get(method)
+        if handler is None or method not in filter_methods(hub, chain):
             raise MethodNotFound(method)
         return await handler(ctx, params)
 
-    def evm_methods(chain: str) -> frozenset[str]:
-        return EVM_STREAM_METHODS if is_evm(chain) else frozenset()
-
-    dispatcher.add_fallback(evm_call, evm_methods)
+    dispatcher.add_fallback(filter_call, chain_filter_methods)

@@ -1,11 +1,15 @@
 """One dapp WebSocket: the trio shell of :mod:`broker.ws_protocol`; frames leave through the outbox.
 
-A connection costs one task (the reader, :meth:`WebSocketConnection.serve`, run in the task that
+A connection costs one task (the reader, :meth:`WebSocketConnection.run`, run in the task that
 accepted the TCP connection) and a few small objects: an idle connection is what a broker holds
 most of. Calls run concurrently (each reply carries its id) as tasks of the broker's shared nursery,
 each under its own cancel scope, up to ``max_inflight`` per connection; past that the reader waits,
 which pushes back on the client. The outbox starts a flusher in the same nursery only while the
 socket pushes back. Closing cancels the reader and the connection's calls.
+
+What to do is decided by the connection's :class:`~broker.ws_protocol.WebSocketProtocol` (messages,
+limits, in-flight counts, pings, close codes and deadlines); this shell only reads, writes, spawns
+and waits.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 import os
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -23,14 +27,13 @@ from broker import frames
 from broker.dispatch import CallContext
 from broker.limits import Limits
 from broker.outbox import Outbox
-from broker.ws_protocol import CloseRequested, Message, SendFrame, WebSocketProtocol
+from broker.ws_protocol import DRAINING, OPEN, CloseRequested, Message, SendFrame, WebSocketProtocol
 
 if TYPE_CHECKING:
     from broker.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
 
-CLOSE_GRACE: Final = 2.0
 _ids = itertools.count(1)
 
 
@@ -39,24 +42,18 @@ class WebSocketConnection:
 
     __slots__ = (
         "_calls",
-        "_closing",
         "_dispatcher",
-        "_draining",
         "_idle",
-        "_inflight",
-        "_limits",
         "_nursery",
         "_on_slow_consumer",
-        "_protocol",
         "_queued",
         "_settle",
         "_state",
         "_stream",
-        "awaiting_pong",
-        "close_code",
         "context",
         "id",
         "outbox",
+        "protocol",
     )
 
     def __init__(
@@ -74,21 +71,15 @@ class WebSocketConnection:
         self._stream = stream
         self._nursery = nursery
         self._dispatcher = dispatcher
-        self._protocol = WebSocketProtocol(limits.ws_message)
-        self._limits = limits
-        self._inflight = 0
+        self.protocol = WebSocketProtocol(limits.ws_message, max_inflight=limits.max_inflight)
         self._queued: deque[bytes] | None = None
         self._calls: set[trio.CancelScope] | None = None
-        self._closing = False
-        self._draining = False
         self._idle: trio.Event | None = None
         self._state: dict[str, object] | None = None
         self._on_slow_consumer = on_slow_consumer
         self._settle = settle
         self.context = context
         context.peer = self
-        self.awaiting_pong = False
-        self.close_code: int | None = None
         self.outbox = Outbox(
             stream.socket,
             nursery,
@@ -109,7 +100,14 @@ class WebSocketConnection:
 
     @property
     def open(self) -> bool:
-        return not self._closing
+        """Whether messages sent now may still arrive (not closing, not ended)."""
+        state = self.protocol.state
+        return state is OPEN or state is DRAINING
+
+    @property
+    def close_code(self) -> int | None:
+        """The code of the close frame this side sent (None: none yet)."""
+        return self.protocol.close_code
 
     def send_message(self, payload: bytes) -> bool:
         """Send one text message (JSON bytes). Never awaits; False once the connection is closing."""
@@ -119,38 +117,40 @@ class WebSocketConnection:
         """Send an already-built frame (fan-out builds one frame for many connections)."""
         return self.outbox.send(frame)
 
-    def ping(self) -> None:
-        self.awaiting_pong = True
-        self.outbox.send(frames.PING)
+    def heartbeat(self, now: float, pong_due: float) -> None:
+        """Ping (the pong due by ``pong_due``), or close a peer whose last ping went unanswered
+        by its deadline (4009)."""
+        event = self.protocol.heartbeat(now, pong_due)
+        if type(event) is SendFrame:
+            self.outbox.send(event.frame)
+        elif type(event) is CloseRequested:
+            self.close(event.code, event.reason)
 
     def close(self, code: int = frames.CLOSE_NORMAL, reason: str = "") -> None:
         """Send a close frame and end the connection after a short grace period."""
-        if self._closing:
+        frame = self.protocol.close(code, reason, trio.current_time())
+        if frame is None:
             return
-        self.close_code = code
-        self.outbox.send_last(frames.close_frame(code, reason))
-        self._begin_close()
-
-    def _overflowed(self) -> None:
-        self.close_code = frames.CLOSE_SLOW_CONSUMER
-        if self._on_slow_consumer is not None:
-            self._on_slow_consumer(self)
-        self._begin_close()
-
-    def _begin_close(self) -> None:
-        if self._closing:
-            return
-        self._closing = True
+        self.outbox.send_last(frame)
         self._nursery.start_soon(self._finish_close)
 
+    def _overflowed(self) -> None:
+        began = self.protocol.overflowed(trio.current_time())
+        if self._on_slow_consumer is not None:
+            self._on_slow_consumer(self)
+        if began:
+            self._nursery.start_soon(self._finish_close)
+
     async def _finish_close(self) -> None:
-        with trio.move_on_after(CLOSE_GRACE):
+        deadline = self.protocol.close_deadline
+        assert deadline is not None  # set by the close that started this task
+        with trio.move_on_at(deadline):
             await self.outbox.drain()
         # Closing the socket wakes the reader (a cancel scope per connection would cost more).
         self.outbox.stop()
         self._stream.socket.close()
 
-    async def serve(self, first_bytes: bytes) -> None:
+    async def run(self, first_bytes: bytes) -> None:
         """Read frames until the peer leaves or the connection closes; then stop its calls."""
         try:
             if first_bytes:
@@ -175,18 +175,19 @@ class WebSocketConnection:
                     break  # the peer is gone, or _finish_close closed the socket
                 if not data:
                     break
-                if self._closing or self._draining:
+                if self.protocol.state is not OPEN:
                     continue  # after our close frame (or while draining), what arrives is discarded
                 await self._handle(data)
         finally:
-            self._closing = True
+            self.protocol.ended()
             self.outbox.stop()
             if self._calls:
                 for scope in self._calls:
                     scope.cancel()
 
     async def _handle(self, data: bytes) -> None:
-        for event in self._protocol.receive_data(data):
+        protocol = self.protocol
+        for event in protocol.receive_data(data):
             if type(event) is Message:
                 await self._dispatch(event.payload)
             elif type(event) is SendFrame:
@@ -194,10 +195,9 @@ class WebSocketConnection:
             elif type(event) is CloseRequested:
                 self.close(event.code, event.reason)
                 return
-            else:  # PongReceived
-                self.awaiting_pong = False
-            if self._closing:
-                return
+            # PongReceived: the machine has cleared its pong deadline
+            if protocol.state is not OPEN:
+                return  # closing or draining since: the rest of this read is discarded
 
     async def _dispatch(self, payload: bytes) -> None:
         # Calls start in the order they came: trio runs the tasks spawned together in either
@@ -208,8 +208,7 @@ class WebSocketConnection:
         if queued is None:
             queued = self._queued = deque()
         queued.append(payload)
-        self._inflight += 1
-        if self._inflight <= self._limits.max_inflight:
+        if self.protocol.call_arrived():
             self._nursery.start_soon(self._answer_next)
         else:
             await self._answer_next()
@@ -235,15 +234,16 @@ class WebSocketConnection:
                 await self._settle(self)  # what the call changed is kept before it is answered
         finally:
             self._calls.discard(scope)
-            self._inflight -= 1
+            idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)
-        if self._idle is not None and not self._inflight:
+        if idle and self._idle is not None:
             self._idle.set()
 
     async def finish_calls(self) -> None:
         """Stop reading requests and return once the calls under way have answered."""
-        self._draining = True
-        if self._inflight:
+        if self.protocol.state is not OPEN:
+            return  # draining or ending already
+        if self.protocol.drain():
             self._idle = trio.Event()
             await self._idle.wait()

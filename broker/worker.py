@@ -24,7 +24,8 @@ import trio
 from coredis.exceptions import RedisError
 
 from adapters.backoff import Backoff
-from adapters.base import ChainAdapter, ChainBlock
+from adapters.evm.blocks import ChainBlock
+from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent
 from broker.ingest import ChainIngestion
@@ -100,7 +101,7 @@ class ChainLeader:
     def __init__(
         self,
         bus: RedisEventBus,
-        adapter: ChainAdapter,
+        adapter: BlockSource,
         chain: str,
         *,
         metrics: Metrics,
@@ -255,7 +256,7 @@ class ChainLeader:
 
     async def _latest(self) -> ChainBlock | None:
         try:
-            return await self.adapter.latest_block(self.chain)
+            return await self.adapter.fetch_head(self.chain)
         except Exception as exc:  # the adapter's next report fills the gap instead
             log.warning("%s: cannot read the node's head to backfill (%r)", self.chain, exc)
             return None
@@ -273,7 +274,9 @@ class ChainLeaders:
         timing: LeaseTiming = DEFAULT_TIMING,
     ) -> None:
         self.leaders = [
-            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing) for n in networks
+            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing)
+            for n in networks
+            if isinstance(n.adapter, BlockSource)
         ]
 
     async def __call__(self, nursery: trio.Nursery) -> None:

@@ -6,7 +6,7 @@ Member types are checked by msgspec; a mistake is -32602 naming the member.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 
@@ -41,20 +41,46 @@ class RejectParams(msgspec.Struct, kw_only=True):
     id: str
 
 
-def decode_params(raw: bytes, kind: type[T]) -> T:
-    """``raw`` params as ``kind`` (InvalidParams naming the member on a mistake)."""
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise InvalidParams(f"params are not JSON: {exc}") from None
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
-        value = value[0]  # accept [ {...} ] as well as {...}
-    if value == [] or value is None:
-        value = {}
-    if not isinstance(value, dict):
-        raise InvalidParams("params must be an object")
-    return convert_named(value, kind, _invalid)
+class ParamsDecoder(Generic[T]):
+    """One method's params as ``kind``: an object, an array holding one object, or nothing
+    (``null``, ``[]``: an object with no members). Build one per method, at module level."""
+
+    __slots__ = ("_decoder", "kind")
+
+    def __init__(self, kind: type[T]) -> None:
+        self.kind = kind
+        # The object straight to its Struct; an array or null is read, then converted.
+        self._decoder: msgspec.json.Decoder[T | list[Any] | None] = msgspec.json.Decoder(
+            kind | list[Any] | None
+        )
+
+    def decode(self, raw: bytes) -> T:
+        """``raw`` params as :attr:`kind` (InvalidParams naming the member on a mistake)."""
+        try:
+            value = self._decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            mistake = Mistake.of(exc)
+            raise (_invalid(mistake) if mistake.path else _not_an_object()) from None
+        except msgspec.DecodeError as exc:
+            raise InvalidParams(f"params are not JSON: {exc}") from None
+        if isinstance(value, self.kind):
+            return value
+        if not value:  # null or []
+            return convert_named({}, self.kind, _invalid)
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+            return convert_named(value[0], self.kind, _invalid)  # [ {...} ], as some clients send
+        raise _not_an_object()
+
+
+update_session_params: Final = ParamsDecoder(UpdateSessionParams)
+revoke_session_params: Final = ParamsDecoder(RevokeSessionParams)
+approve_params: Final = ParamsDecoder(ApproveParams)
+reject_params: Final = ParamsDecoder(RejectParams)
 
 
 def _invalid(mistake: Mistake) -> InvalidParams:
     return InvalidParams(f"invalid params: {mistake.text}")
+
+
+def _not_an_object() -> InvalidParams:
+    return InvalidParams("params must be an object")

@@ -25,6 +25,9 @@ EIP155 = "eip155"
 #: The CAIP "wallet scope" namespace: ``wallet`` alone names wallet functions of no chain,
 #: ``wallet:<namespace>`` wallet functions of one ecosystem (``wallet:eip155``).
 WALLET = "wallet"
+#: The namespace of Solana clusters (the reference is the genesis hash's first 32 characters).
+SOLANA = "solana"
+_WALLET_EIP155 = f"{WALLET}:{EIP155}"
 
 _NAMESPACE = re.compile(NAMESPACE_PATTERN)
 _REFERENCE = re.compile(REFERENCE_PATTERN)
@@ -100,9 +103,20 @@ def parse_chain_id(text: str) -> ChainId:
     return ChainId(match["namespace"], match["reference"])
 
 
-def is_evm_chain(chain: str) -> bool:
-    """Whether accounts of ``chain`` are EVM addresses (``eip155:*`` and ``wallet:eip155``)."""
-    return chain.startswith(f"{EIP155}:") or chain == f"{WALLET}:{EIP155}"
+def is_evm(chain: str) -> bool:
+    """Whether ``chain`` (CAIP-2) is of the EVM family: the ``eip155`` namespace. The one rule:
+    the adapters, the conformance checks and the broker's EVM profile all ask it."""
+    return chain.startswith(f"{EIP155}:")
+
+
+def is_solana(chain: str) -> bool:
+    """Whether ``chain`` (CAIP-2) is a Solana cluster: the ``solana`` namespace."""
+    return chain.startswith(f"{SOLANA}:")
+
+
+def _has_evm_accounts(chain: str) -> bool:
+    # An EVM chain's, and the wallet scope of the EVM ecosystem's (``wallet:eip155``).
+    return is_evm(chain) or chain == _WALLET_EIP155
 
 
 def normalize_address(chain: str, address: str) -> str:
@@ -117,7 +131,7 @@ def normalize_address(chain: str, address: str) -> str:
     """
     if _ADDRESS.fullmatch(address) is None:
         raise ValueError(f"not a CAIP-10 account address: {address!r}")
-    if is_evm_chain(chain):
+    if _has_evm_accounts(chain):
         if _EIP155_ADDRESS.fullmatch(address) is None:
             raise ValueError(f"not an EVM address: {address!r}")
         return address.lower()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import resource
@@ -88,6 +89,26 @@ def _now() -> str:
 
 
 async def run(
+    settings: Settings, only: list[str], results: Results, folder: Path, log: Callable[[str], None]
+) -> None:
+    async with trio.open_nursery() as nursery:
+        if not only or "soak" in only:
+            # The fuzzer's inputs are drawn (or found in the cache) while the faults run, niced:
+            # the soak's fuzzer then starts sending at once.
+            prepare = ["nice", "-n", "19", sys.executable, "-m", "soak.fuzz", "--prepare"]
+            nursery.start_soon(
+                functools.partial(
+                    trio.run_process,
+                    [*prepare, "--inputs", str(settings.fuzz_inputs)],
+                    cwd=ROOT,
+                    check=False,
+                )
+            )
+        await _scenarios(settings, only, results, folder, log)
+        nursery.cancel_scope.cancel()
+
+
+async def _scenarios(
     settings: Settings, only: list[str], results: Results, folder: Path, log: Callable[[str], None]
 ) -> None:
     if not only or "faults" in only:

@@ -183,6 +183,8 @@ class Deployment:
             sample["fd_kinds"] = kinds = fd_kinds(pid, ports, web.port)
             # What a leak would grow; the churn moves the established client connections.
             sample["fds_less_clients"] = sample["fds"] - kinds["clients"]
+            # Less the pooled connections too (Redis, the upstream), which move within bounds.
+            sample["fds_unpooled"] = sample["fds_less_clients"] - kinds["redis"] - kinds["upstream"]
         except (OSError, RuntimeError):
             return None
         with suppress(OSError, ValueError):  # not written yet
@@ -201,7 +203,10 @@ async def deployment(
     try:
         async with trio.open_nursery() as nursery:
             with trio.fail_after(120):
-                upstream = await start_upstream(nursery, folder, block_time)
+                # kept in a state dir: a kill -9 and start again continues the same chain
+                upstream = await start_upstream(
+                    nursery, folder, block_time, "--state-dir", str(folder / "chain")
+                )
                 found = Deployment(folder, upstream, redis)
                 for _ in range(workers):  # one at a time: the first one leads
                     await found.add_worker()

@@ -58,7 +58,7 @@ async def kill_redis_connections(d: Deployment, s: Settings) -> None:
 
 async def restart_upstream(d: Deployment, s: Settings) -> None:
     await d.node.kill()
-    await d.node.start()  # the same port; the dev chain starts again from its genesis
+    await d.node.start()  # the same port and state dir: the same chain, from its last head
 
 
 async def freeze_upstream(d: Deployment, s: Settings) -> None:
@@ -111,12 +111,10 @@ FAULTS = [
         "a reorg 5 blocks deep as a web process is killed",
         reorg_while_web_killed,
     ),
-    # Last: the dev chain lives in memory, so the node comes back with a new chain from its
-    # genesis (a chain reset, not what a real node's restart does); the faults after it would
-    # run on a chain lower than the one the broker has seen.
+    # The node keeps its chain in a state dir (--state-dir): it comes back with the same chain.
     Fault(
         "restart_upstream",
-        "upstream node kill -9, started again (the dev chain restarts from its genesis)",
+        "upstream node kill -9, started again (its chain kept in --state-dir)",
         restart_upstream,
     ),
 ]

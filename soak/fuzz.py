@@ -3,7 +3,7 @@ envelopes (well-formed or not), CAIP-25 session params, log filters and raw byte
 WebSocket text frames, as raw bytes on a WebSocket (broken framing) and as HTTP POST bodies.
 
 Counted: inputs sent; well-formed requests (a JSON object with ``"jsonrpc": "2.0"``, a string or
-integer ``id`` and a string ``method``) and those left without a reply carrying their id (within 10 s,
+integer ``id`` and a string ``method``) and those left without a reply carrying their id (within 30 s,
 or the connection closed before it); crashes (the web process exits, counted by the soak). A
 fuzzing connection the server closes (on garbage) is opened again: that is the server's right. The
 methods exclude those that sign, wait for an operator's approval or change the dev chain.
@@ -11,10 +11,19 @@ methods exclude those that sign, wait for an operator's approval or change the d
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
+import os
+import sys
+import warnings
 from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
+import hypothesis
+import msgspec
 import trio
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
@@ -50,8 +59,11 @@ METHODS = [
     "wallet_revokeSession",
     "wallet_invokeMethod",
 ]
-WELL_FORMED_TIMEOUT = 10.0
+WELL_FORMED_TIMEOUT = 30.0
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scopecast-soak"
+_lot_decoder = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 BATCH = 5000
+LANES = 4  # inputs in flight at once (each lane waits for the replies to its well-formed ones)
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -163,6 +175,36 @@ def generate(count: int, batch: int) -> list[tuple[str, bytes]]:
     return found
 
 
+def lots(inputs: int) -> list[tuple[int, int]]:
+    """The lots (number, size) ``inputs`` inputs are drawn in."""
+    return [
+        (batch, min(BATCH, inputs - start)) for batch, start in enumerate(range(0, inputs, BATCH))
+    ]
+
+
+def cached(count: int, batch: int) -> list[tuple[str, bytes]]:
+    """:func:`generate`, kept on disk between runs: Hypothesis draws about 300 inputs a second, so
+    100,000 take minutes of CPU the soak's machine is short of. Keyed by the strategies (their
+    repr), Hypothesis's version, the lot and the count; the draws are seeded, so a cached lot is
+    the lot that would be drawn again."""
+    with warnings.catch_warnings():  # "Generating overly large repr": once a lot, wanted here
+        warnings.simplefilter("ignore")
+        strategies = repr(INPUTS)
+    key = hashlib.sha256(
+        f"{strategies}/{hypothesis.__version__}/{batch}/{count}".encode()
+    ).hexdigest()[:16]
+    path = CACHE / f"fuzz-{batch}-{count}-{key}.msgpack"
+    with suppress(OSError, msgspec.DecodeError):
+        return [(kind, data) for kind, data in _lot_decoder.decode(path.read_bytes())]
+    found = generate(count, batch)
+    with suppress(OSError):
+        CACHE.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(f".{os.getpid()}.part")  # the --prepare process may draw it too
+        part.write_bytes(msgspec.msgpack.encode(found))
+        part.replace(path)
+    return found
+
+
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
@@ -201,16 +243,26 @@ class Fuzzer:
         self.kinds: dict[str, int] = {}
         self.finished = False
 
-    async def run(self) -> None:
-        """Send every input: well-formed requests on a connection of their own (waiting for each
-        reply), the rest on another one, read by a task of its own and opened again once closed."""
+    async def run(self, lanes: int = LANES) -> None:
+        """Send every input over ``lanes`` lanes at once, each with connections of its own."""
+        send, receive = trio.open_memory_channel[tuple[str, bytes]](BATCH)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._generate, send)
+            async with receive:
+                async with trio.open_nursery() as sending:
+                    for _ in range(lanes):
+                        sending.start_soon(self._lane, receive.clone())
+            self.finished = True
+            nursery.cancel_scope.cancel()
+
+    async def _lane(self, receive: trio.MemoryReceiveChannel[tuple[str, bytes]]) -> None:
+        """Well-formed requests on a connection of their own (waiting for each reply), the rest
+        on another one, read by a task of its own and opened again once closed."""
         http = HttpConnection(self.port)
         clean: RawWebSocket | None = None
         dirty: RawWebSocket | None = None
-        send, receive = trio.open_memory_channel[tuple[str, bytes]](BATCH)
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._generate, send)
+            async with receive, trio.open_nursery() as nursery:
                 async for kind, data in receive:
                     self.kinds[kind] = self.kinds.get(kind, 0) + 1
                     self.sent += 1
@@ -238,7 +290,6 @@ class Fuzzer:
                                 await dirty.send_text(data)
                         except OSError:
                             dirty.close_code = 1006
-                self.finished = True
                 nursery.cancel_scope.cancel()
         finally:
             for conn in (clean, dirty):
@@ -250,9 +301,8 @@ class Fuzzer:
     async def _generate(self, send: trio.MemorySendChannel[tuple[str, bytes]]) -> None:
         """Lots of BATCH inputs, each generated in a thread while the previous one is sent."""
         async with send:
-            for batch, start in enumerate(range(0, self.inputs, BATCH)):
-                count = min(BATCH, self.inputs - start)
-                for value in await trio.to_thread.run_sync(generate, count, batch):
+            for batch, count in lots(self.inputs):
+                for value in await trio.to_thread.run_sync(cached, count, batch):
                     await send.send(value)
 
     async def _connect(self) -> RawWebSocket | None:
@@ -278,8 +328,10 @@ class Fuzzer:
         wanted = well_formed(data)
         self.well_formed += wanted is not None
         try:
-            status, body = await http.post("/v3/dev", data)
-        except (OSError, ConnectionError) as exc:
+            with trio.fail_after(WELL_FORMED_TIMEOUT):
+                status, body = await http.post("/v3/dev", data)
+        except (OSError, ConnectionError, trio.TooSlowError) as exc:
+            await http.aclose()
             if wanted is not None:
                 self.unanswered.append(f"http {data[:80]!r}: {exc!r}")
             return
@@ -315,14 +367,14 @@ class Fuzzer:
         self.unanswered.append(f"ws {data[:80]!r} (close {ws.close_code})")
         return False
 
-    def figures(self, *, crashes: int, bystanders_disconnected: int) -> dict[str, Any]:
+    def figures(self) -> dict[str, Any]:
+        """What this fuzzer counted (the soak adds crashes and bystanders disconnected)."""
         return {
             "inputs": self.sent,
-            "crashes": crashes,
+            "inputs_asked": self.inputs,
             "well_formed": self.well_formed,
             "unanswered": len(self.unanswered),
             "unanswered_examples": self.unanswered[:5],
-            "bystanders_disconnected": bystanders_disconnected,
             "kinds": self.kinds,
             "http_status": self.http_status,
             "fuzz_connections_closed_by_server": self.closed_by_server,
@@ -330,3 +382,54 @@ class Fuzzer:
             "handshake_refusals": self.refused_handshakes[:5],
             "finished": self.finished,
         }
+
+
+async def _report(fuzzer: Fuzzer, out: Path, every: float) -> None:
+    while True:
+        _write(fuzzer, out)
+        await trio.sleep(every)
+
+
+def _write(fuzzer: Fuzzer, out: Path) -> None:
+    part = out.with_suffix(".part")
+    part.write_text(json.dumps(fuzzer.figures()))
+    part.replace(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m soak.fuzz --port P --inputs N --out F``: the fuzzer as a process of its own (the
+    soak's harness is busy with its clients), writing its figures to F every second and at the
+    end (SIGINT stops it early)."""
+    cli = argparse.ArgumentParser(prog="python -m soak.fuzz", description=__doc__)
+    cli.add_argument("--port", type=int, help="the web process to fuzz")
+    cli.add_argument("--inputs", type=int, required=True)
+    cli.add_argument("--out", type=Path, help="JSON figures, written as it goes")
+    cli.add_argument(
+        "--prepare", action="store_true", help="only draw the inputs into the cache, send nothing"
+    )
+    args = cli.parse_args(argv)
+    if args.prepare:
+        # Last lot first: the fuzzer draws from the first one on, whatever is not cached yet.
+        for batch, count in reversed(lots(args.inputs)):
+            cached(count, batch)
+        return
+    if args.port is None or args.out is None:
+        cli.error("--port and --out are needed to fuzz")
+    fuzzer = Fuzzer(args.port, args.inputs, print)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_report, fuzzer, args.out, 1.0)
+            await fuzzer.run()
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(run)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _write(fuzzer, args.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+import tracemalloc
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -70,9 +71,36 @@ class Gauges(trio.abc.Instrument):
             part.replace(path)
 
 
+def trace_allocations(path: Path, every: float, frames: int) -> None:
+    """With ``SOAK_TRACEMALLOC=N``: tracemalloc (N frames), and every ``every`` seconds the
+    allocations grown since the first snapshot (taken after one period of warm-up), by line, to
+    ``path``: what the RSS growth of a soak is made of."""
+    tracemalloc.start(frames)
+    time.sleep(every)
+    first = tracemalloc.take_snapshot()
+    while True:
+        time.sleep(every)
+        snapshot = tracemalloc.take_snapshot()
+        grown = snapshot.compare_to(first, "traceback" if frames > 1 else "lineno")[:25]
+        current, _peak = tracemalloc.get_traced_memory()
+        lines = [f"# {time.strftime('%H:%M:%S')} traced {current / 2**20:.1f} MiB"]
+        for stat in grown:
+            lines.append(str(stat))
+            if frames > 1:
+                lines.extend("    " + line for line in stat.traceback.format()[-2 * frames :])
+        with path.open("a") as out:
+            out.write("\n".join(lines) + "\n\n")
+
+
 def main() -> None:
     gauges = Gauges()
     folder = Path(os.environ["SOAK_GAUGES"])
+    if frames := int(os.environ.get("SOAK_TRACEMALLOC", "0")):
+        threading.Thread(
+            target=trace_allocations,
+            args=(folder / f"{os.getpid()}-tracemalloc.txt", 60.0, frames),
+            daemon=True,
+        ).start()
     threading.Thread(
         target=gauges.write_every_second, args=(folder / f"{os.getpid()}.json",), daemon=True
     ).start()

@@ -32,14 +32,15 @@ class Settings:
             return cls(quick=False)
         return cls(
             quick=True,
-            fault_clients=100,
+            fault_clients=60,
             fault_runs=2,
-            fault_pause=(1.0, 3.0),
-            freeze_seconds=5.0,
+            fault_pause=(0.5, 1.5),
+            freeze_seconds=3.0,
             recover_timeout=15.0,
-            soak_connections=1000,
-            soak_minutes=3.0,
-            overload_connections=5000,
-            overload_seconds=20.0,
-            fuzz_inputs=5000,
+            soak_connections=600,
+            soak_minutes=1.25,
+            sample_every=5.0,
+            overload_connections=2000,
+            overload_seconds=10.0,
+            fuzz_inputs=3000,
         )

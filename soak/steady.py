@@ -10,22 +10,76 @@ chain, as in the faults."""
 
 from __future__ import annotations
 
+import json
 import random
+import signal
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from bench.procs import ROOT
 from soak.clients import Client, connect_all, judge
 from soak.deploy import Deployment
-from soak.fuzz import Fuzzer
 from soak.http_load import QueryLoad
 from soak.settings import Settings
 
 if TYPE_CHECKING:
     from soak.cli import Results
+
+
+class FuzzProcess:
+    """The fuzzer (:mod:`soak.fuzz`) as a process of its own, its figures read from ``out``."""
+
+    def __init__(self, port: int, inputs: int, out: Path) -> None:
+        self.command = [
+            sys.executable,
+            "-m",
+            "soak.fuzz",
+            "--port",
+            str(port),
+            "--inputs",
+            str(inputs),
+            "--out",
+            str(out),
+        ]
+        self.out = out
+
+    def figures(self) -> dict[str, Any]:
+        try:
+            found: dict[str, Any] = json.loads(self.out.read_text())
+        except (OSError, ValueError):
+            return {"inputs": 0, "finished": False}
+        return found
+
+    @property
+    def sent(self) -> int:
+        return int(self.figures().get("inputs", 0))
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.figures().get("finished"))
+
+    async def run(self) -> None:
+        async def interrupt(process: trio.Process) -> None:
+            process.send_signal(signal.SIGINT)  # it writes its last figures on the way out
+            with trio.move_on_after(10):
+                await process.wait()
+            process.kill()
+
+        with (self.out.parent / "fuzz.log").open("ab") as log:
+            await trio.run_process(
+                self.command,
+                stdout=log,
+                stderr=log,
+                check=False,
+                deliver_cancel=interrupt,
+                cwd=ROOT,
+            )
 
 
 async def _churn(clients: list[Client], per_second: int) -> int:
@@ -60,6 +114,43 @@ def _growth(samples: list[dict[str, Any]], key: str) -> float | None:
     )
 
 
+def pool_bounds() -> dict[str, int]:
+    """The most connections a web process may hold in each pool, by its configuration (the
+    defaults, which the soak keeps): coredis's pool for Redis; for the upstream, the HTTP pool's
+    ``max_connections`` and the WebSocket that follows its heads."""
+    import coredis
+
+    from adapters.upstream._options import Endpoint, UpstreamOptions
+
+    redis_pool = coredis.Redis.from_url("redis://127.0.0.1").connection_pool.max_connections
+    upstream = UpstreamOptions(upstreams=(Endpoint(http="http://127.0.0.1"),)).max_connections
+    return {"redis": int(redis_pool), "upstream": upstream + 1}
+
+
+def fd_growth(samples: list[dict[str, Any]], bounds: dict[str, int]) -> dict[str, Any]:
+    """fd growth over the last half, judged: pooled connections (Redis, upstream) may vary within
+    their configured bounds, so only what goes beyond a bound counts, plus any growth of the other
+    fds (listeners, files, pipes, client connections left closing). Raw figures beside it."""
+    with_kinds = [s for s in samples if "fd_kinds" in s]
+    over = {
+        pool: max(0, max((s["fd_kinds"][pool] for s in with_kinds), default=0) - bound)
+        for pool, bound in bounds.items()
+    }
+    unpooled = _growth(samples, "fds_unpooled")
+    pooled = {pool: _growth([s["fd_kinds"] for s in with_kinds], pool) for pool in bounds}
+    return {
+        "fd_growth": None if unpooled is None else max(0.0, unpooled) + sum(over.values()),
+        "fd_growth_unpooled": unpooled,
+        "fd_growth_pooled": pooled,
+        "pooled_max": {
+            pool: max((s["fd_kinds"][pool] for s in with_kinds), default=None) for pool in bounds
+        },
+        "pool_bounds": bounds,
+        "fd_growth_less_clients": _growth(samples, "fds_less_clients"),
+        "fd_growth_raw": _growth(samples, "fds"),
+    }
+
+
 async def run_soak(
     d: Deployment, s: Settings, log: Callable[[str], None], results: Results
 ) -> dict[str, Any]:
@@ -77,7 +168,7 @@ async def run_soak(
         [latest["hash"]],
         [tx["hash"] for tx in latest["transactions"]] or [latest["hash"]],
     )
-    fuzzer = Fuzzer(d.ports[0], s.fuzz_inputs, log)
+    fuzzer = FuzzProcess(d.ports[0], s.fuzz_inputs, d.folder / "fuzz.json")
     samples: list[dict[str, Any]] = []
     seconds = s.soak_minutes * 60
     started = time.monotonic()
@@ -87,7 +178,10 @@ async def run_soak(
         nursery.start_soon(_churn, clients, s.churn_per_second)
         nursery.start_soon(queries.run)
         nursery.start_soon(fuzzer.run)
-        while (elapsed := time.monotonic() - started) < seconds:
+        # The soak goes on (up to half as long again) until the fuzzer has sent every input.
+        while (elapsed := time.monotonic() - started) < seconds or (
+            not fuzzer.finished and elapsed < seconds * 1.5
+        ):
             for index, web in enumerate(d.webs):
                 sample = await d.sample_with_connections(web)
                 if sample is not None:
@@ -99,6 +193,7 @@ async def run_soak(
                     for x in samples[-len(d.webs) :]
                 )
                 + f"; http {queries.answered}/{queries.sent}; fuzz {fuzzer.sent}"
+                + (" (done)" if fuzzer.finished else "")
             )
             await trio.sleep(s.sample_every)
         nursery.cancel_scope.cancel()
@@ -114,12 +209,12 @@ async def run_soak(
         duplicated += verdict.duplicated
         out_of_order += verdict.out_of_order
     per_web: dict[str, dict[str, Any]] = {}
+    bounds = pool_bounds()
     for index in range(len(d.webs)):
         mine = [x for x in samples if x["web"] == index]
         per_web[str(index)] = {
             "rss_growth_pct": _growth(mine, "rss_mib"),
-            "fd_growth": _growth(mine, "fds_less_clients"),
-            "fd_growth_raw": _growth(mine, "fds"),
+            **fd_growth(mine, bounds),
             "max_gc_pause_ms": max((x.get("gc_max_pause_ms_ever", 0) for x in mine), default=None),
             "max_gc_pause_cpu_ms": max(
                 (x.get("gc_max_pause_cpu_ms_ever", 0) for x in mine), default=None
@@ -133,19 +228,26 @@ async def run_soak(
     unexpected = [e for c in clients for e in c.errors]
     results.part(
         "fuzz",
-        fuzzer.figures(
-            crashes=len(crashed), bystanders_disconnected=sum(c.unexpected_closes for c in clients)
-        ),
+        {
+            **fuzzer.figures(),
+            "crashes": len(crashed),
+            "bystanders_disconnected": sum(c.unexpected_closes for c in clients),
+        },
     )
     return {
         "mode": "quick" if s.quick else "full",
         "connections": len(clients),
         "minutes": s.soak_minutes,
+        "minutes_run": round(ran / 60, 2),
         "churn_per_second": s.churn_per_second,
         "http_per_second": s.http_per_second,
         "sample_every_s": s.sample_every,
         "rss_growth_pct": max(growths) if growths else None,
         "fd_growth": max(fd_growths) if fd_growths else None,
+        "fd_growth_raw": max(
+            (w["fd_growth_raw"] for w in per_web.values() if w["fd_growth_raw"] is not None),
+            default=None,
+        ),
         "max_gc_pause_ms": max(
             (w["max_gc_pause_ms"] for w in per_web.values() if w["max_gc_pause_ms"] is not None),
             default=None,

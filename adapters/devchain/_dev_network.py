@@ -1,5 +1,6 @@
 """The network ``scopecast serve`` serves by default: the dev chain, or the chain of a geth genesis
-file (``--genesis``, with ``--chain-file`` and ``--forkchoice``)."""
+file (``--genesis``, with ``--chain-file`` and ``--forkchoice``); ``--state-dir`` keeps the dev
+chain on disk."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def dev_network(given: DevOptions) -> NetworkSpec:
     ]
     if given.genesis is None and flags:  # said in flag terms; options would say it in TOML terms
         raise ConfigError(f"{', '.join(flags)}: only with --genesis")
+    if given.state_dir is not None:
+        if given.genesis is not None:
+            raise ConfigError("--state-dir: keeps the dev chain, not an imported --genesis")
+        options["state_dir"] = str(given.state_dir)
     if given.genesis is not None:
         try:
             genesis = json.loads(given.genesis.read_text())

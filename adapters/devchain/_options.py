@@ -22,6 +22,8 @@ class DevChainOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     chain_file: str | None = None
     #: A forkchoice request naming the head, safe and finalized blocks.
     forkchoice: str | None = None
+    #: A folder keeping the dev chain (its blocks and state): a restart continues the same chain.
+    state_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.block_time < 0:
@@ -30,3 +32,5 @@ class DevChainOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
             raise ValueError("`accounts` must not be negative")
         if self.genesis is None and (self.chain_file is not None or self.forkchoice is not None):
             raise ValueError("the `chain_file` and `forkchoice` options need a `genesis`")
+        if self.genesis is not None and self.state_dir is not None:
+            raise ValueError("`state_dir` keeps the dev chain; an imported `genesis` has none")

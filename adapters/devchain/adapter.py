@@ -19,15 +19,9 @@ from eth_account import Account as EthAccount
 from eth_utils.address import to_checksum_address
 
 from adapters._options import decode_options
-from adapters.base import (
-    BlockHandler,
-    CacheEpoch,
-    ChainBlock,
-    DevOptions,
-    NetworkChainAdapter,
-    NetworkSpec,
-)
+from adapters.base import CacheEpoch, DevOptions, NetworkChainAdapter, NetworkSpec
 from adapters.devchain._dev_network import dev_network
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (
@@ -41,7 +35,7 @@ from schemas.errors import (
 from . import demo
 from ._options import DevChainOptions
 from .accounts import DevAccount, derive_accounts
-from .bootstrap import create_dev_chain
+from .bootstrap import StateDirMismatch, create_dev_chain, open_dev_chain
 from .chain import LocalChain
 from .formatting import data, quantity
 from .genesis import read_geth_genesis
@@ -217,11 +211,28 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
         reads = ReadMethods(self.chain, self._pool, pending_block=self.pending_block)
         self._handlers = {**reads.table(), **self._write_methods()}
 
+    async def aclose(self) -> None:
+        if self._chain is not None and self._chain.store is not None:
+            self._chain.store.close()
+
     def _create_dev_chain(self) -> LocalChain:
         self._accounts = derive_accounts(self.options.mnemonic, self.options.accounts)
-        chain = create_dev_chain(self.chain_id, self._accounts)
-        if len(self._accounts) >= 2:
+        if self.options.state_dir is None:
+            chain, fresh = create_dev_chain(self.chain_id, self._accounts), True
+        else:
+            try:
+                chain, fresh = open_dev_chain(
+                    Path(self.options.state_dir), self.chain_id, self._accounts
+                )
+            except (OSError, StateDirMismatch) as exc:
+                raise ConfigError(f"state_dir {self.options.state_dir}: {exc}") from None
+        if len(self._accounts) < 2:
+            return chain
+        if fresh:
             self._deploy_token(chain)
+        else:
+            self._token = _deployed_token(chain)
+            self._demo = demo.DemoTraffic(self._accounts)
         return chain
 
     def _deploy_token(self, chain: LocalChain) -> None:
@@ -533,7 +544,7 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
             raise ValueError("fetch_block needs number or block_hash")
         return None if record is None else record.chain_block()
 
-    async def latest_block(self, chain: str) -> ChainBlock | None:
+    async def fetch_head(self, chain: str) -> ChainBlock | None:
         self._check_chain(chain)
         return self.chain.head.chain_block()
 
@@ -575,6 +586,15 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
                 await send.send(block)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._subscribers.discard(send)
+
+
+def _deployed_token(chain: LocalChain) -> bytes | None:
+    """The demo token of a dev chain read back from a state dir: block 1 deployed it."""
+    first = chain.by_number(1)
+    if first is None or not first.txs:
+        return None
+    address = msgspec.json.decode(first.txs[0].receipt_json).get("contractAddress")
+    return bytes.fromhex(address[2:]) if isinstance(address, str) else None
 
 
 def _mine_options(value: Any) -> tuple[int | None, int]:

@@ -32,6 +32,7 @@ from .forks import ForkSchedule
 from .formatting import format_block
 from .log_index import LogIndex
 from .records import BlockRecord, TxRecord
+from .store import ChainStore
 
 BLOB_TX_TYPE: Final = b"\x03"
 
@@ -79,6 +80,8 @@ class LocalChain:
         #: timestamp of the next block, if set (evm_setNextBlockTimestamp).
         self.time_offset = 0
         self.next_block_timestamp: int | None = None
+        #: Where every adopted or rewound head is committed (``state_dir``), or None (in memory).
+        self.store: ChainStore | None = None
         genesis = evm.get_canonical_block_by_number(BlockNumber(0))
         self.adopt(self._render(genesis))
 
@@ -147,6 +150,7 @@ class LocalChain:
             self.time_offset = record.timestamp - int(time.time())
             self.next_block_timestamp = None
         self.version += 1
+        self._save()
         return orphaned
 
     def rewind(self, number: int) -> list[BlockRecord]:
@@ -161,7 +165,37 @@ class LocalChain:
         self.version += 1
         if removed:
             self.reorgs += 1
+        self._save()
         return removed
+
+    def saved_state(self) -> dict[str, Any]:
+        """What a restart needs beside py-evm's database (see :mod:`.store`)."""
+        return {
+            "chain_id": self.chain_id,
+            "head": self.head.hash,
+            "state_roots": {h: root.hex() for h, root in self._state_roots.items()},
+            "time_offset": self.time_offset,
+            "next_block_timestamp": self.next_block_timestamp,
+        }
+
+    def _save(self) -> None:
+        if self.store is not None:
+            self.store.commit(self.saved_state())
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Adopt again the canonical chain ending at the saved head, from py-evm's database (a
+        chain opened from a :class:`ChainStore`; blocks orphaned before are not read back)."""
+        headers = []
+        header = self.evm.get_block_header_by_hash(Hash32(bytes.fromhex(saved["head"][2:])))
+        while header.block_number > 0:
+            headers.append(header)
+            header = self.evm.get_block_header_by_hash(header.parent_hash)
+        for header in reversed(headers):
+            self.adopt(self._render(self.evm.get_block_by_header(header)))
+        self._state_roots = {h: bytes.fromhex(r) for h, r in saved["state_roots"].items()}
+        self.time_offset = saved["time_offset"]
+        self.next_block_timestamp = saved["next_block_timestamp"]
+        self.state_changed()
 
     def state_changed(self) -> None:
         """Record a change of served state made without a new block (a dev method's)."""
@@ -200,6 +234,7 @@ class LocalChain:
         state.persist()
         self._state_roots[head.hash] = state.state_root
         self.state_changed()
+        self._save()
 
     def next_timestamp(self, parent: BlockRecord, requested: int | None = None) -> int:
         """A timestamp for a child of ``parent``: now, but later than any block built so far, so

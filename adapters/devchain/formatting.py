@@ -10,7 +10,7 @@ import rlp
 from eth._utils.address import generate_contract_address
 from eth._utils.calculations import fake_exponential
 
-from adapters.base import LogRecord
+from adapters.evm.blocks import LogRecord
 from schemas import eth as schema
 
 from .records import BlockRecord, TxRecord

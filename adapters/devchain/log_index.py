@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from adapters.base import LogRecord
+from adapters.evm.blocks import LogRecord
 from adapters.evm.log_filter import LogCriteria
 
 MAX_RESULTS: Final = 10_000

@@ -20,6 +20,7 @@ from typing import Final
 import msgspec
 
 from adapters.base import Lifetime
+from adapters.evm.log_filter import filter_members
 
 _BY_HASH: Final = frozenset(
     {
@@ -129,11 +130,11 @@ def _at_block(ref: object, head: int, *, default: str | None) -> Lifetime:
 def _logs(args: list[object], head: int) -> Lifetime:
     if len(args) != 1 or not isinstance(args[0], dict):
         return Lifetime.NEVER
-    criteria = args[0]
-    if "blockHash" in criteria or "blockhash" in criteria:
+    members = filter_members(args[0])  # keys of any case, a null member absent: as geth reads
+    if "blockhash" in members:
         return Lifetime.UNTIL_REORG
-    end = criteria.get("toBlock", "latest")
-    start = criteria.get("fromBlock", "latest")
+    end = members.get("toblock", "latest")
+    start = members.get("fromblock", "latest")
     if _block_number(start) is None and start != "earliest":
         return Lifetime.UNTIL_HEAD if _head_tag(start) else Lifetime.NEVER
     number = _block_number(end)

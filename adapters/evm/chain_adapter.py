@@ -1,14 +1,57 @@
-"""What every EVM chain adapter shares beyond :class:`~adapters.base.ChainAdapter`: its methods
-described for ``rpc.discover`` and its answers' lifetimes for the response cache."""
+"""What every EVM chain adapter shares beyond :class:`~adapters.base.ChainAdapter`: its blocks
+reported for the broker's head tracking (by number and parent hash) and the EVM subscriptions on
+top of them, its methods described for ``rpc.discover`` and its answers' lifetimes for the
+response cache."""
 
 from __future__ import annotations
 
-from adapters.base import ChainAdapter, Lifetime, MethodDocs
+import msgspec
+import trio
+
+from adapters.base import ChainAdapter, Lifetime, MethodDocs, SubscriptionFamily
 from adapters.evm import cache_rules
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.openrpc import evm_docs
+from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS
 
 
-class EvmChainAdapter(ChainAdapter):
+class BlockSource(ChainAdapter):
+    """A chain adapter that reports its chain's blocks, numbered and linked by parent hash: the
+    broker tracks the head over them (filling gaps and following reorganisations) and serves the
+    EVM profile's subscriptions (``eth_subscribe``) and polled filters on top of them.
+
+    Subclass it (or :class:`EvmChainAdapter`) instead of ``ChainAdapter``."""
+
+    async def fetch_block(
+        self, chain: str, *, number: int | None = None, block_hash: str | None = None
+    ) -> ChainBlock | None:
+        """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
+        return None
+
+    async def fetch_head(self, chain: str) -> ChainBlock | None:
+        """The chain's head block now (to backfill from after a restart). Default: the block
+        numbered as ``eth_blockNumber`` answers."""
+        number = await self.call(chain, "eth_blockNumber", msgspec.Raw(b"[]"))
+        if isinstance(number, msgspec.Raw):
+            number = msgspec.json.decode(number)
+        return await self.fetch_block(chain, number=int(number, 16))
+
+    async def serve_ingestion(
+        self,
+        chain: str,
+        on_block: BlockHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report new head blocks to ``on_block`` until cancelled. Default: none ever."""
+        task_status.started()
+        await trio.sleep_forever()
+
+    def subscription_family(self, chain: str) -> SubscriptionFamily | None:
+        return EVM_SUBSCRIPTIONS
+
+
+class EvmChainAdapter(BlockSource):
     """A chain adapter for ``eip155`` chains: subclass it instead of ``ChainAdapter``."""
 
     def method_docs(self, chain: str) -> MethodDocs:

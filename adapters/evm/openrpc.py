@@ -330,3 +330,66 @@ def evm_docs(methods: Iterable[str]) -> MethodDocs:
     """The descriptions of ``methods`` that this module has."""
     known = {**NODE_METHODS, **DEV_METHODS, **ACCOUNT_METHODS}
     return MethodDocs({m: known[m] for m in methods if m in known}, COMPONENTS)
+
+
+_ID: Final = {"type": "string", "pattern": "^0x[0-9a-f]+$"}
+_INVALID: Final = (-32602, "invalid argument N: ...")
+_FILTER_NOT_FOUND: Final = (-32000, "filter not found")
+
+
+_stream_doc = MethodDoc.of
+
+
+#: The methods the broker serves for the EVM profile (subscriptions and polled filters), and the
+#: notification they send (a method doc without a result).
+STREAM_METHODS: Final[dict[str, MethodDoc]] = {
+    "eth_subscribe": _stream_doc(
+        "Subscribe to newHeads or logs (WebSocket only; over HTTP -32601 notifications not "
+        "supported); answers the subscription id",
+        (
+            ParamDoc("subscription", {"type": "string", "enum": ["newHeads", "logs"]}),
+            ParamDoc("filter", ref("Filter"), False, "logs only: address and topics"),
+        ),
+        _ID,
+        _INVALID,
+        (-32601, "notifications not supported"),
+    ),
+    "eth_unsubscribe": _stream_doc(
+        "End a subscription", (ParamDoc("subscription", _ID),), {"type": "boolean"}, _INVALID
+    ),
+    "eth_newFilter": _stream_doc(
+        "Install a log filter (expires 15 minutes after its last poll)",
+        (ParamDoc("filter", ref("Filter")),),
+        _ID,
+        _INVALID,
+    ),
+    "eth_newBlockFilter": _stream_doc("Install a new-block filter", (), _ID),
+    "eth_getFilterChanges": _stream_doc(
+        "What a filter saw since its last poll",
+        (ParamDoc("filter", _ID),),
+        {"type": "array"},
+        _FILTER_NOT_FOUND,
+    ),
+    "eth_getFilterLogs": _stream_doc(
+        "Every log a log filter matches",
+        (ParamDoc("filter", _ID),),
+        {"type": "array", "items": ref("Log")},
+        _FILTER_NOT_FOUND,
+        (-32005, "query returned more than 10000 results"),
+    ),
+    "eth_uninstallFilter": _stream_doc(
+        "Remove a filter", (ParamDoc("filter", _ID),), {"type": "boolean"}
+    ),
+    "eth_subscription": _stream_doc(
+        "A subscription's event (direct subscriptions)",
+        (ParamDoc("subscription", _ID), ParamDoc("result", {})),
+        None,
+        by_name=True,
+    ),
+}
+
+
+def stream_docs() -> MethodDocs:
+    """The descriptions of the EVM profile's subscription and filter methods, its notification,
+    and the schemas every EVM description refers to."""
+    return MethodDocs(STREAM_METHODS, COMPONENTS)

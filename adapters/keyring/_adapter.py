@@ -17,6 +17,7 @@ from adapters.keyring._config import KeyringOptions, UserOpConfig
 from adapters.keyring._keys import DEV_MNEMONIC, KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
 from adapters.keyring._wallet import Handler, Wallet
+from schemas.caip import is_solana, normalize_address
 from schemas.errors import ConfigError, InvalidParams, MethodNotFound, Unauthorized
 
 HANDLERS: Final[Mapping[str, Handler]] = {
@@ -28,10 +29,6 @@ HANDLERS: Final[Mapping[str, Handler]] = {
     "eth_signUserOperation": _user_operations.SIGN,
 }
 METHODS: Final = frozenset(HANDLERS)
-
-
-def _is_solana(chain: str) -> bool:
-    return chain.startswith("solana:")
 
 
 #: The embedded dev chain has no SimpleAccountFactory and no bundler: nothing ever runs a user
@@ -70,8 +67,8 @@ class KeyringAdapter(AccountAdapter):
                 "the keyring needs a mnemonic or a keystore_dir (--keystore); the public "
                 "development mnemonic is used only for the embedded dev chain"
             )
-        self._chains = {chain: chain_reference(chain) for chain in chains if not _is_solana(chain)}
-        self._solana_chains = [chain for chain in chains if _is_solana(chain)]
+        self._chains = {chain: chain_reference(chain) for chain in chains if not is_solana(chain)}
+        self._solana_chains = [chain for chain in chains if is_solana(chain)]
         self._solana = _solana.SolanaKeys()
         self._keyring = Keyring()
         self._wallet = Wallet(self._keyring, userop or UserOpConfig())
@@ -180,7 +177,7 @@ class KeyringAdapter(AccountAdapter):
         chain_id = self._chains.get(chain)
         if chain_id is None:
             raise Unauthorized(f"the keyring holds no accounts on {chain}")
-        allowed = [address.lower() for address in permitted]
+        allowed = [normalize_address(chain, address) for address in permitted]  # CAIP-10 rules
         prepared = handler.prepare(self._wallet, chain_id, params, allowed)
         return SigningRequest(chain, method, prepared.account, prepared.summary, prepared.payload)
 

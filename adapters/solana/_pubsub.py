@@ -191,5 +191,8 @@ class SolanaSubscriptions(SubscriptionFamily):
     def parse(self, method: str, params: Any) -> Matcher:
         return parse(method, params)
 
+    def notifications(self) -> frozenset[str]:
+        return NOTIFICATIONS
+
 
 FAMILY: Final = SolanaSubscriptions()

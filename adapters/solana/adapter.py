@@ -20,7 +20,6 @@ import trio
 from adapters._options import decode_options
 from adapters.base import (
     NOT_NOW,
-    BlockHandler,
     DevOptions,
     MethodDocs,
     NetworkChainAdapter,
@@ -145,15 +144,11 @@ class SolanaDevAdapter(NetworkChainAdapter):
             raise invalid_params("params are not JSON") from None
         return handler(decoded, time.time())
 
-    async def serve_ingestion(
-        self,
-        chain: str,
-        on_block: BlockHandler,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    async def serve_slots(
+        self, chain: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Produce timed slots (when ``block_time`` > 0) until cancelled. Solana slots are not EVM
-        heads: nothing is reported to ``on_block``."""
+        """Produce timed slots (when ``block_time`` > 0) until cancelled; once per adapter, however
+        many event consumers run it (:meth:`serve_events` does)."""
         self._check_chain(chain)
         if self.options.block_time <= 0 or self._slots_running:
             task_status.started()
@@ -190,15 +185,18 @@ class SolanaDevAdapter(NetworkChainAdapter):
     ) -> None:
         """Hand every ledger event (slots, transactions, written accounts) to ``on_event`` in
         order, until cancelled: the feed a Solana subscription hub renders notifications from.
-        A consumer falling :data:`EVENT_BUFFER` events behind holds up the ledger's callers."""
+        A consumer falling :data:`EVENT_BUFFER` events behind holds up the ledger's callers.
+        Timed slots are produced meanwhile (:meth:`serve_slots`)."""
         self._check_chain(chain)
         send, receive = trio.open_memory_channel[SolanaEvent](EVENT_BUFFER)
         self._event_consumers.add(send)
         try:
-            task_status.started()
-            async with receive:
-                async for event in receive:
-                    await on_event(event)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.serve_slots, chain)
+                task_status.started()
+                async with receive:
+                    async for event in receive:
+                        await on_event(event)
         finally:
             self._event_consumers.discard(send)
 

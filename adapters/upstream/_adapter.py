@@ -9,13 +9,8 @@ import msgspec
 import trio
 
 from adapters._options import decode_options
-from adapters.base import (
-    BlockHandler,
-    ChainBlock,
-    IngestionStatistics,
-    NetworkChainAdapter,
-    NetworkSpec,
-)
+from adapters.base import IngestionStatistics, NetworkChainAdapter, NetworkSpec
+from adapters.evm.blocks import BlockHandler, ChainBlock
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
@@ -112,7 +107,7 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
             raise InvalidParams("fetch_block needs a number or a block hash")
         return await self.fetcher.by_number(number)
 
-    async def latest_block(self, chain: str) -> ChainBlock | None:
+    async def fetch_head(self, chain: str) -> ChainBlock | None:
         """The upstreams' latest block, with its logs."""
         return await self.fetcher.by_number(None)
 

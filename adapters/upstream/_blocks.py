@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
-from adapters.base import ChainBlock, LogRecord
+from adapters.evm.blocks import ChainBlock, LogRecord
 
 #: geth's ``types.Header`` JSON fields, in its order (the ``newHeads`` shape).
 HEADER_FIELDS: Final = (

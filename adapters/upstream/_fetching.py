@@ -12,7 +12,7 @@ from typing import Final
 
 import msgspec
 
-from adapters.base import ChainBlock, LogRecord
+from adapters.evm.blocks import ChainBlock, LogRecord
 from schemas.errors import LimitExceeded, RpcError, WireError
 
 from ._blocks import Header, log_records

@@ -28,7 +28,7 @@ import trio
 import trio_websocket
 
 from adapters.backoff import Backoff
-from adapters.base import BlockHandler
+from adapters.evm.blocks import BlockHandler
 from schemas.errors import RpcError
 
 from ._blocks import BadUpstreamData, Header

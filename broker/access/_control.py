@@ -32,6 +32,7 @@ from broker.dispatch import CallContext
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Upgrade, json_error
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from broker.websocket import WebSocketConnection
+from schemas.access import refresh_token_params
 from schemas.errors import (
     AccessDenied,
     InvalidParams,
@@ -298,12 +299,13 @@ class AccessControl:
         access = ctx.access
         if ctx.peer is None or not isinstance(access, KeyAccess) or access.claims is None:
             raise InvalidRequest(f"{REFRESH_METHOD}: only on a WebSocket opened with a token")
-        args = msgspec.json.decode(params)
-        if not (isinstance(args, list) and len(args) == 1 and isinstance(args[0], str)):
-            raise InvalidParams(f"{REFRESH_METHOD} takes one parameter: the token")
+        try:
+            fresh = refresh_token_params.decode(params).token
+        except msgspec.DecodeError:  # not JSON, or not one string
+            raise InvalidParams(f"{REFRESH_METHOD} takes one parameter: the token") from None
         key = access.policy.token_key
         assert key is not None
-        claims = verify_token(args[0], key, access.policy.name, now=self._now())
+        claims = verify_token(fresh, key, access.policy.name, now=self._now())
         if not origin_allowed(claims.origins, access.origin):
             raise _origin_denied(access.origin)
         access.claims = claims

@@ -35,6 +35,7 @@ class ServeOptions:
     genesis: Path | None = None
     chain_file: Path | None = None
     forkchoice: Path | None = None
+    state_dir: Path | None = None
 
 
 def _chain_import_flags(options: ServeOptions) -> list[str]:
@@ -43,6 +44,7 @@ def _chain_import_flags(options: ServeOptions) -> list[str]:
         ("--genesis", options.genesis),
         ("--chain-file", options.chain_file),
         ("--forkchoice", options.forkchoice),
+        ("--state-dir", options.state_dir),
     )
     return [flag for flag, value in flags if value]
 
@@ -70,6 +72,7 @@ def dev_networks(given: ServeOptions) -> list[NetworkSpec]:
         genesis=given.genesis,
         chain_file=given.chain_file,
         forkchoice=given.forkchoice,
+        state_dir=given.state_dir,
     )
     specs = []
     for name in available():
@@ -90,6 +93,8 @@ def build_network(spec: NetworkSpec) -> Network:
         raise ConfigError(f"network {spec.name}: adapter {spec.adapter!r} is not a chain adapter")
     try:
         adapter = cls.from_spec(spec)
+    except ConfigError:
+        raise
     except ValueError as exc:  # the SDK's contract for bad options (ConfigError passes as is)
         raise ConfigError(f"networks.{spec.name} ({spec.adapter} adapter): {exc}") from None
     return Network(spec.name, spec.chain, adapter, direct_signing=cls.embedded)
@@ -133,7 +138,7 @@ def specs_to_serve(config: Config, given: ServeOptions) -> tuple[list[NetworkSpe
         # They describe the embedded dev chain, which the config's networks replace.
         raise ConfigError(
             f"{', '.join(flags)}: only for the embedded dev chain, and "
-            "--config has [networks.*]; set genesis, chain_file and forkchoice in the devchain "
+            "--config has [networks.*]; set genesis, chain_file, forkchoice and state_dir in the devchain "
             "network's table instead"
         )
     if not specs:

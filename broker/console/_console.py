@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import trio
-from wsproto.utilities import ProtocolError as WsHandshakeError
 
 from broker.admin import AdminApi
 from broker.console._assets import file_response, secured
@@ -20,7 +19,7 @@ from broker.console._feed import OperatorFeed
 from broker.console._feed_connection import FeedConnection
 from broker.errors import Unauthorized
 from broker.http import HttpRequest, HttpResponse, Upgrade, json_error
-from broker.ws_protocol import accept_handshake
+from broker.ws_protocol import RemoteProtocolError, accept_handshake
 
 
 def same_origin(request: HttpRequest) -> bool:
@@ -68,7 +67,7 @@ class OperatorConsole:
             return json_error(403, Unauthorized("the operator feed is for this origin's console"))
         try:
             accept = accept_handshake(request.headers, request.target)
-        except WsHandshakeError as exc:
+        except RemoteProtocolError as exc:
             return HttpResponse(400, str(exc).encode())
         # Past the refusal, a header is the right token: that client is signed in already.
         signed_in = request.header(b"authorization") is not None
@@ -83,6 +82,6 @@ class OperatorConsole:
                 dev_token=self._dev_token,
                 stopping=self._stopping,
             )
-            await connection.serve(trailing)
+            await connection.run(trailing)
 
         return run

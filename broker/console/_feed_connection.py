@@ -27,7 +27,6 @@ from broker.console._feed import CLOSE_FELL_BEHIND, FEED_QUEUE, FeedSubscriber, 
 from broker.ws_protocol import CloseRequested, Message, SendFrame, WebSocketProtocol
 
 SIGN_IN_TIMEOUT: Final = 10.0
-CLOSE_GRACE: Final = 2.0
 #: The console sends one small message (its token); anything larger is refused with 1009.
 MAX_MESSAGE: Final = 4096
 CLOSE_WRONG_TOKEN: Final = 4401
@@ -65,10 +64,10 @@ class FeedConnection:
         self._subscriber: FeedSubscriber | None = None
         self._signed_in = trio.Event()
         self._header_signed_in = signed_in
-        self._close: tuple[int, str] | None = None
+        self._close_frame: bytes | None = None
         self._scope = trio.CancelScope()
 
-    async def serve(self, trailing: bytes) -> None:
+    async def run(self, trailing: bytes) -> None:
         """Serve the console until it leaves, is closed, or the server stops."""
         try:
             async with trio.open_nursery() as nursery:
@@ -79,19 +78,22 @@ class FeedConnection:
                 if self._header_signed_in:
                     await self._sign_in()
                 await self._read(trailing)
-                if self._close is None:  # the console left without a close frame
+                if self._close_frame is None:  # the console left without a close frame
                     nursery.cancel_scope.cancel()
         finally:
             if self._subscriber is not None:
                 self._feed.unsubscribe(self._subscriber)
 
     def _end(self, code: int, reason: str) -> None:
-        """Send what is queued, then a close frame, within :data:`CLOSE_GRACE`."""
-        if self._close is not None:
-            return
-        self._close = (code, reason)
+        """Send what is queued, then a close frame, by the protocol's close deadline."""
+        frame = self._protocol.close(code, reason, trio.current_time())
+        if frame is None:
+            return  # closing already
+        self._close_frame = frame
         self._queue.close()  # the writer sends what is left, then the close frame
-        self._scope.deadline = min(self._scope.deadline, trio.current_time() + CLOSE_GRACE)
+        deadline = self._protocol.close_deadline
+        assert deadline is not None
+        self._scope.deadline = min(self._scope.deadline, deadline)
 
     async def _sign_in(self) -> None:
         self._signed_in.set()
@@ -121,7 +123,7 @@ class FeedConnection:
                 return
 
     async def _receive(self, payload: bytes) -> None:
-        if self._signed_in.is_set() or self._close is not None:
+        if self._signed_in.is_set() or self._close_frame is not None:
             return  # the console's answers go through POST /admin
         try:
             token = _decode_sign_in(payload).token
@@ -136,8 +138,8 @@ class FeedConnection:
         try:
             async for frame in self._outgoing:
                 await self._stream.send_all(frame)
-            if self._close is not None:
-                await self._stream.send_all(frames.close_frame(*self._close))
+            if self._close_frame is not None:
+                await self._stream.send_all(self._close_frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:

@@ -13,7 +13,7 @@ import msgspec
 import trio
 from coredis.response.types import StreamEntry
 
-from adapters.base import ChainBlock
+from adapters.evm.blocks import ChainBlock
 from broker.bus import DEFAULT_RESUME_WINDOW, EventBus, EventHandler, Position
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.redis._client import BLOCK_MS, DEFAULT_PREFIX, RedisClient

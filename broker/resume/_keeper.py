@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import msgspec
 import trio
@@ -21,6 +21,7 @@ import trio
 from broker.bus import EventBus, MemoryLog, Position
 from broker.cursors import (
     CHANGES,
+    FeedEntry,
     FeedPositions,
     ResumeState,
     new_token,
@@ -29,13 +30,11 @@ from broker.cursors import (
     with_cursor,
 )
 from broker.errors import RpcError
-from broker.events import FamilyEvent, HeadEvent, LogsEvent
+from broker.events import FamilyEvent
 from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
-
-if TYPE_CHECKING:
-    from broker.websocket import WebSocketConnection
+from broker.websocket import WebSocketConnection
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +45,12 @@ _FLUSH_DELAY: Final = 0.05
 #: Reads a resume makes at most before it gives up catching up with the live logs.
 _MAX_ROUNDS: Final = 20
 
-_Round = tuple[list[tuple[str, Position, object]], dict[str, Position]]
+_Round = tuple[list[tuple[str, Position, FeedEntry]], dict[str, Position]]
 """A replay round: entries (feed, position, entry) in the order they came, and each feed's
 position once they are sent."""
 
 
-def _merged(entries: list[tuple[str, Position, object]], uptos: dict[str, Position]) -> _Round:
+def _merged(entries: list[tuple[str, Position, FeedEntry]], uptos: dict[str, Position]) -> _Round:
     entries.sort(key=lambda item: position_order(item[1]))
     return entries, uptos
 
@@ -76,6 +75,12 @@ def resumed_message(replayed: int, complete: bool) -> bytes:
             "params": {"replayed": replayed, "complete": complete},
         }
     )
+
+
+def _ours(conn: Subscriber) -> WebSocketConnection:
+    """The hub's subscriber as this process's WebSocket connection (the only kind there is)."""
+    assert isinstance(conn, WebSocketConnection), conn
+    return conn
 
 
 class _Incomplete(Exception):
@@ -143,7 +148,7 @@ class ResumeKeeper:
 
     def state_for(self, conn: Subscriber, chain: str) -> ResumeState:
         """``conn``'s resume state, which now follows ``chain`` (the hub asks as it attaches)."""
-        state = self.state(conn)  # type: ignore[arg-type]  # the hub's subscribers are ours
+        state = self.state(_ours(conn))
         if state.follow(chain):
             self.changed(conn)
         return state
@@ -152,7 +157,7 @@ class ResumeKeeper:
 
     def changed(self, conn: Subscriber) -> None:
         """``conn``'s subscriptions changed: its record is written again soon."""
-        self._dirty.add(conn)  # type: ignore[arg-type]
+        self._dirty.add(_ours(conn))
         self._wake.set()
 
     def _record(self, conn: WebSocketConnection, state: ResumeState) -> ResumeRecord:
@@ -181,7 +186,7 @@ class ResumeKeeper:
 
     async def keep(self, sub: Subscription) -> None:
         """Write the record of ``sub``'s connection as it will be once ``sub`` is attached."""
-        conn: WebSocketConnection = sub.conn  # type: ignore[assignment]  # the hub's are ours
+        conn = _ours(sub.conn)
         state = self.state_for(conn, sub.chain)
         record = self._record(conn, state)
         record = msgspec.structs.replace(
@@ -293,14 +298,9 @@ class ResumeKeeper:
                 raise _Incomplete(f"this process does not serve {saved.chain}")
             try:
                 params = msgspec.json.decode(saved.params)
-                if saved.method is not None:
-                    sub = self.hub.parse_family(
-                        conn, saved.chain, saved.method, params, scope=saved.scope, sub_id=saved.id
-                    )
-                else:
-                    sub = self.hub.parse(
-                        conn, saved.chain, params, scope=saved.scope, sub_id=saved.id
-                    )
+                sub = self.hub.parse(
+                    conn, saved.chain, saved.method, params, scope=saved.scope, sub_id=saved.id
+                )
             except (RpcError, msgspec.DecodeError) as exc:
                 raise _Incomplete(f"a saved subscription no longer parses: {exc}") from exc
             sub.resume = state
@@ -310,13 +310,13 @@ class ResumeKeeper:
     async def _read_round(self, pinned: dict[str, Position]) -> _Round | None:
         """Every feed's entries after its pinned position up to what this process delivered, read
         from the bus (None: a feed no longer holds them all)."""
-        entries: list[tuple[str, Position, object]] = []
+        entries: list[tuple[str, Position, FeedEntry]] = []
         uptos: dict[str, Position] = {}
         for feed, after in pinned.items():
             upto = self.positions.get(feed)
             if upto is None or upto == after:
                 continue
-            found: list[tuple[Position, object]] | None
+            found: list[tuple[Position, FeedEntry]] | None
             family_log = self.family_logs.get(feed)
             if family_log is not None:
                 kept = family_log.read_range(after, upto)
@@ -338,7 +338,7 @@ class ResumeKeeper:
     def _recent_round(self, pinned: dict[str, Position]) -> _Round | None:
         """The same from the entries this process holds in memory (None: it does not hold them
         all; another read is needed)."""
-        entries: list[tuple[str, Position, object]] = []
+        entries: list[tuple[str, Position, FeedEntry]] = []
         uptos: dict[str, Position] = {}
         for feed, after in pinned.items():
             found = self.positions.recent_after(feed, after)
@@ -377,7 +377,7 @@ class ResumeKeeper:
                     subs = [
                         s for s in subs if s.scope is None or keep(s.scope, s.notification.decode())
                     ]
-            elif isinstance(entry, HeadEvent | LogsEvent | FamilyEvent):
+            else:
                 for frame in self.hub.replay(subs, entry):
                     conn.send_frame(frame)
                     sent += 1

@@ -7,11 +7,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from adapters.base import is_evm
 from broker.approvals import ApprovalPolicy
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.errors import (
@@ -45,15 +44,13 @@ from broker.sessions import (
     update_scopes,
 )
 from broker.sessions.dialects import create_result, get_result
-from broker.stream_methods import EVM_STREAM_METHODS
+from broker.stream_methods import served_methods
 from broker.wall_clock import WallClock
 
 if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub
 
 log = logging.getLogger(__name__)
-
-SUBSCRIPTION_NOTIFICATION: Final = "eth_subscription"
 
 
 def _identity(ctx: CallContext) -> Identity:
@@ -100,8 +97,7 @@ class WalletMethods:
         if self._networks.by_chain(chain) is None:
             return None
         return ChainSupport(
-            methods=self._networks.methods(chain)
-            | (EVM_STREAM_METHODS if is_evm(chain) else frozenset()),
+            methods=self._networks.methods(chain) | served_methods(self._hub, chain),
             notifications=self._networks.notifications(chain),
         )
 
@@ -174,24 +170,13 @@ class WalletMethods:
             if request.method in family.methods:
                 notification = family.parse(request.method, inner).notification
                 self._check_subscription(ctx, session, request, notification, now)
-                result: Any = await self._hub.subscribe_family(
+                result: Any = await self._hub.subscribe(
                     ctx.peer, network.chain, request.method, inner, scope=request.scope
                 )
             else:
-                result = self._hub.unsubscribe_family(
+                result = self._hub.unsubscribe(
                     ctx.peer, network.chain, request.method, inner, scope=request.scope
                 )
-        elif request.method in ("eth_subscribe", "eth_unsubscribe"):
-            if ctx.peer is None:
-                raise SubscriptionsNeedWebSocket()
-            if request.method == "eth_subscribe":
-                self._check_subscription(ctx, session, request, SUBSCRIPTION_NOTIFICATION, now)
-                result = await self._hub.subscribe(
-                    ctx.peer, network.chain, inner, scope=request.scope
-                )
-            else:
-                sub_id = inner[0] if isinstance(inner, list) and inner else None
-                result = self._hub.unsubscribe(ctx.peer, sub_id, scope=request.scope)
         else:
             scoped = CallContext(
                 network,

@@ -1,13 +1,11 @@
-"""Subscriptions and fan-out: ``eth_subscribe`` (the EVM profile) and the chain families'
-subscriptions (Solana's PubSub), direct or in a session.
+"""Subscriptions and fan-out for every chain family (the EVM profile's ``eth_subscribe``,
+Solana's PubSub), direct or in a session.
 
-One event becomes one payload, encoded once; for each form of notification (a direct one, or the
-session's ``wallet_notify``) the frame is split around the subscription id once, so delivering to
-a subscriber is one concatenation and one non-blocking write.
+One event becomes one payload per matching group, encoded once; for each form of notification (a
+direct one, or the session's ``wallet_notify``) the frame is split around the subscription id
+once, so delivering to a subscriber is one concatenation and one non-blocking write.
 """
 
-from broker.subscriptions._evm import LOGS as LOGS
-from broker.subscriptions._evm import NEW_HEADS as NEW_HEADS
 from broker.subscriptions._hub import SubscriptionHub as SubscriptionHub
 from broker.subscriptions._model import MAX_PER_CONNECTION as MAX_PER_CONNECTION
 from broker.subscriptions._model import CursorKeeper as CursorKeeper

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from broker import frames
-from broker.subscriptions._model import EVM_NOTIFICATION, Subscriber, Subscription
+from broker.subscriptions._model import Subscriber, Subscription
 
 _RESULT: Final = b',"result":'
 
@@ -44,7 +44,7 @@ def _direct_prefix(notification: bytes) -> bytes:
     return b'{"jsonrpc":"2.0","method":"' + notification + b'","params":{"subscription":'
 
 
-def _session_prefix(scope: str, notification: bytes = EVM_NOTIFICATION) -> bytes:
+def _session_prefix(scope: str, notification: bytes) -> bytes:
     return (
         b'{"jsonrpc":"2.0","method":"wallet_notify","params":{"scope":"'
         + scope.encode()
@@ -54,18 +54,16 @@ def _session_prefix(scope: str, notification: bytes = EVM_NOTIFICATION) -> bytes
     )
 
 
-_DIRECT_PREFIX: Final = _direct_prefix(EVM_NOTIFICATION)
-
-
-_ID_LENGTH: Final = 36  # "0x" + 32 hex digits, quoted
+HEX_ID_LENGTH: Final = 36
+"""A hex subscription id's length as sent: ``"0x"`` and 32 hex digits, quoted."""
 
 
 def notification_frames(
-    subs: Iterable[Subscription], payload: bytes, notification: bytes = EVM_NOTIFICATION
+    subs: Iterable[Subscription], payload: bytes, notification: bytes, id_length: int | None
 ) -> Iterator[tuple[Subscriber, bytes]]:
-    """Each subscription's notification frame for ``payload``: one concatenation each (the
+    """Each subscription's ``notification`` frame for ``payload``: one concatenation each (the
     frames are split around the id once per form: direct or per session scope, and per id length
-    for a family's integer ids)."""
+    unless every id is ``id_length`` long, as hex ids are)."""
     direct: _Framing | None = None
     sessions: dict[str, _Framing] = {}
     others: dict[tuple[str | None, int], _Framing] = {}
@@ -74,10 +72,9 @@ def notification_frames(
     last_framing: _Framing | None = None
     last_size = -1
     last_shared: tuple[bytes, bytes, bytes] = (b"", b"", b"")
-    evm = notification == EVM_NOTIFICATION
     for sub in list(subs):
         scope = sub.scope
-        if not evm:
+        if id_length is None:
             length = len(sub.id_json)
             framing_found = others.get((scope, length))
             if framing_found is None:
@@ -92,13 +89,13 @@ def notification_frames(
             framing = framing_found
         elif scope is None:
             if direct is None:
-                direct = _framing(_DIRECT_PREFIX, payload, b"}}", _ID_LENGTH)
+                direct = _framing(_direct_prefix(notification), payload, b"}}", id_length)
             framing = direct
         else:
             found = sessions.get(scope)
             if found is None:
                 found = sessions[scope] = _framing(
-                    _session_prefix(scope), payload, b"}}}}", _ID_LENGTH
+                    _session_prefix(scope, notification), payload, b"}}}}", id_length
                 )
             framing = found
         state = sub.resume

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any, Final, Protocol
 
 import msgspec
 
 from adapters.base import EventMatcher
-from adapters.evm.log_filter import LogCriteria
 from broker.cursors import ResumeState
 
 MAX_PER_CONNECTION: Final = 1024
-EVM_NOTIFICATION: Final = b"eth_subscription"
 
 
 class Subscriber(Protocol):
@@ -25,13 +22,13 @@ class Subscriber(Protocol):
 
 
 class Subscription:
-    """One subscription of one connection; ``params`` is its ``eth_subscribe`` params as JSON
-    (to take it over on a resumed connection), ``resume`` the connection's cursor source."""
+    """One subscription of one connection: its chain family's ``matcher``, the subscribe
+    ``method`` and its ``params`` as JSON (to take it over on a resumed connection), ``resume``
+    the connection's cursor source."""
 
     __slots__ = (
         "chain",
         "conn",
-        "criteria",
         "id",
         "id_json",
         "kind",
@@ -47,27 +44,23 @@ class Subscription:
         self,
         conn: Subscriber,
         chain: str,
-        kind: str,
-        criteria: LogCriteria | None,
+        method: str,
+        matcher: EventMatcher,
         scope: str | None,
         *,
+        sub_id: str,
+        integer_id: bool,
+        kind: str,
         params: bytes = b"[]",
-        sub_id: str | None = None,
-        matcher: EventMatcher | None = None,
-        method: str | None = None,
     ) -> None:
-        self.id = sub_id or "0x" + secrets.token_hex(16)
-        #: A family's subscription (``method`` its subscribe method) has an integer id.
+        self.id = sub_id
+        self.id_json = sub_id.encode() if integer_id else b'"' + sub_id.encode() + b'"'
         self.matcher = matcher
         self.method = method
-        self.id_json = self.id.encode() if matcher is not None else b'"' + self.id.encode() + b'"'
-        self.notification = (
-            matcher.notification.encode() if matcher is not None else EVM_NOTIFICATION
-        )
+        self.notification = matcher.notification.encode()
         self.conn = conn
         self.chain = chain
         self.kind = kind
-        self.criteria = criteria
         self.scope = scope
         self.params = params
         self.resume: ResumeState | None = None

@@ -1,11 +1,13 @@
 """Every bundled adapter passes the shared checks of adapters.conformance."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 import trio
+from solders.pubkey import Pubkey
 
-from adapters.base import ChainAdapter, NetworkSpec
+from adapters.base import ChainAdapter, NetworkSpec, SigningRequest
 from adapters.conformance import check_account_adapter, check_chain_adapter, check_solana_chain
 from adapters.devchain import DevChainAdapter
 from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
@@ -78,3 +80,72 @@ async def test_keyring_passes_the_account_adapter_checks() -> None:
     adapter = KeyringAdapter(["eip155:1337"], mnemonic=DEV_MNEMONIC)
     await adapter.start()
     check_account_adapter(adapter)
+
+
+SOLANA_DEV = dev_chain_id()
+
+
+class ShownKeyring(KeyringAdapter):
+    """The keyring with its accounts shown, or its permissions kept, as another adapter might
+    get them wrong: the account checks must catch each."""
+
+    def __init__(
+        self, chain: str, show: Callable[[list[str]], list[str]], *, ignore_permitted: bool = False
+    ) -> None:
+        super().__init__([chain], mnemonic=DEV_MNEMONIC)
+        self._show = show
+        self._ignore_permitted = ignore_permitted
+
+    def accounts(self, chain: str) -> Sequence[str]:
+        return self._show(list(super().accounts(chain)))
+
+    def prepare(
+        self, chain: str, method: str, params: list[Any] | dict[str, Any], permitted: Sequence[str]
+    ) -> SigningRequest:
+        if self._ignore_permitted:
+            permitted = list(super().accounts(chain))
+        return super().prepare(chain, method, params, permitted)
+
+
+def _off_curve(accounts: list[str]) -> list[str]:
+    # A program-derived address: 32 bytes of base58, but no ed25519 key (nobody can sign for it).
+    derived, _bump = Pubkey.find_program_address([b"scopecast"], Pubkey.from_string(accounts[0]))
+    return [str(derived)]
+
+
+@pytest.mark.parametrize(
+    ("chain", "show", "ignore_permitted", "caught"),
+    [
+        ("eip155:1337", lambda a: ["0x" + a[0][2:].upper()], False, "canonical form"),
+        ("eip155:1337", lambda a: [a[0], a[0]], False, "listed once"),
+        ("eip155:1337", lambda a: ["not an address!"], False, "not an address of"),
+        ("eip155:1337", lambda a: a, True, "personal_sign for an account outside"),
+        (SOLANA_DEV, lambda a: [a[0].lower()], False, "not a base58 32-byte public key"),
+        (SOLANA_DEV, lambda a: ["1" + a[0]], False, "not a base58 32-byte public key"),
+        (SOLANA_DEV, _off_curve, False, "on the curve"),
+        (SOLANA_DEV, lambda a: a, True, "signMessage for an account outside"),
+    ],
+    ids=[
+        "evm-uppercase",
+        "evm-twice",
+        "evm-not-an-address",
+        "evm-signs-for-anyone",
+        "solana-lowercased",
+        "solana-33-bytes",
+        "solana-off-curve",
+        "solana-signs-for-anyone",
+    ],
+)
+async def test_the_account_checks_catch_what_breaks_the_namespace_rules(
+    chain: str,
+    show: Callable[[list[str]], list[str]],
+    ignore_permitted: bool,
+    caught: str,
+) -> None:
+    honest = KeyringAdapter([chain], mnemonic=DEV_MNEMONIC)
+    await honest.start()
+    check_account_adapter(honest)  # the keyring itself passes
+    adapter = ShownKeyring(chain, show, ignore_permitted=ignore_permitted)
+    await adapter.start()
+    with pytest.raises(AssertionError, match=caught):
+        check_account_adapter(adapter)

@@ -370,6 +370,10 @@ async def test_a_websocket_token_in_the_query_expires_unless_renewed(
                 async with dapp(f"{node.ws_url('j')}?token={first}") as kept:
                     renewed = await kept.result("scopecast_refreshToken", [token("j")])
                     assert renewed["expires"] > node.now().timestamp() + 60
+                    for wrong in ([], [token("j"), token("j")], [17], {"token": token("j")}):
+                        refused = await kept.call("scopecast_refreshToken", wrong)
+                        assert refused["error"]["code"] == -32602, wrong
+                        assert "takes one parameter" in refused["error"]["message"]
                     bad = await kept.call("scopecast_refreshToken", [token("other")])
                     assert bad["error"]["code"] == -32001
                     late = await kept.call("scopecast_refreshToken", [token("j", expires_in=-61)])

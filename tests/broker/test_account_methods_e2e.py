@@ -156,6 +156,9 @@ async def test_direct_signing_only_on_the_dev_network(node: RunningBroker) -> No
         Account.recover_message(encode_defunct(text="hello"), signature=reply["result"]).lower()
         == FIRST
     )
+    for params in ("0x68656c6c6f", 17, None):  # neither positional nor one object
+        refused = await node.rpc("personal_sign", params)
+        assert refused["error"] == {"code": -32602, "message": "non-array args"}, params
 
 
 def user_op_hash(op: dict[str, str], entry_point: str, chain_id: int) -> bytes:

@@ -19,12 +19,8 @@ from broker.admin import WRONG_TOKEN
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config
 from broker.console._feed import OperatorFeed
-from broker.console._feed_connection import (
-    CLOSE_GRACE,
-    CLOSE_WRONG_TOKEN,
-    SIGN_IN_TIMEOUT,
-    FeedConnection,
-)
+from broker.console._feed_connection import CLOSE_WRONG_TOKEN, SIGN_IN_TIMEOUT, FeedConnection
+from broker.ws_protocol import CLOSE_GRACE
 
 TOKEN = "the-admin-token"
 StreamPair = Callable[[], tuple[trio.abc.Stream, trio.abc.Stream]]
@@ -97,7 +93,7 @@ async def feed_connection(
     ended: list[float] = []
 
     async def serve() -> None:
-        await connection.serve(b"")
+        await connection.run(b"")
         ended.append(trio.current_time())
 
     with trio.fail_after(60):  # virtual seconds: a hang here is the bug

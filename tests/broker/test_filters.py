@@ -3,13 +3,16 @@ filter object read as geth reads it."""
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import msgspec
 import pytest
 
-from broker.errors import InvalidParams, ServerError
-from broker.filters import FilterRegistry
+from broker.errors import InvalidParams, LimitExceeded, ServerError
+from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.filters import MAX_BUFFERED, FilterRegistry, FilterStatistics
+from tests.support.fake_chain import make_block
 
 KEY = "dev"
 CHAIN = "eip155:1337"
@@ -74,3 +77,70 @@ async def test_filter_ids_are_strings() -> None:
         registry.changes("another key", _raw([fid]))
     assert registry.changes(KEY, _raw([fid])) == []
     assert registry.uninstall(KEY, _raw([fid])) is True
+
+
+def _events(count: int, logs: int = 3) -> list[ChainEvent]:
+    events: list[ChainEvent] = []
+    parent = HASH
+    for number in range(1, count + 1):
+        block = make_block(number, parent, logs=logs)
+        events += [HeadEvent(CHAIN, block), LogsEvent(CHAIN, block, removed=False)]
+        parent = block.hash
+    return events
+
+
+async def test_unpolled_filters_share_one_journal_of_events() -> None:
+    """Filters never polled (installed by a client that went away) hold no copy of the events:
+    memory grows with the events, not with the filters times the events."""
+    registry = FilterRegistry(_get_logs)
+    registry.on_event(_events(1)[0])  # nothing installed: nothing kept
+    assert registry.statistics() == FilterStatistics(0, 0)
+    polled = registry.new_block_filter(KEY, CHAIN)
+    for _ in range(200):
+        registry.new_block_filter(KEY, CHAIN)
+        registry.new_log_filter(KEY, CHAIN, _raw([{}]))
+    events = _events(100)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for event in events:
+            registry.on_event(event)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # 400 filters each keeping 100 block hashes or 300 logs took megabytes (~5 MB).
+    assert grown < 100_000
+    assert registry.statistics() == FilterStatistics(401, 200)
+    assert registry.changes(KEY, _raw([polled])) == [e.block.hash for e in events[::2]]
+    assert registry.statistics().journal_events == 200  # the other filters have not read them
+
+
+async def test_each_filter_gets_its_own_changes_from_the_journal() -> None:
+    registry = FilterRegistry(_get_logs)
+    events = _events(4, logs=2)
+    blocks = registry.new_block_filter(KEY, CHAIN)
+    for event in events[:4]:
+        registry.on_event(event)
+    logs = registry.new_log_filter(KEY, CHAIN, _raw([{}]))  # sees only what comes after it
+    for event in events[4:]:
+        registry.on_event(event)
+    assert registry.changes(KEY, _raw([blocks])) == [e.block.hash for e in events[::2]]
+    assert registry.statistics().journal_events == 4  # the log filter's part is kept
+    found = registry.changes(KEY, _raw([logs]))
+    assert [bytes(r) for r in found] == [log.json for e in events[5::2] for log in e.block.logs]
+    assert registry.statistics().journal_events == 0  # read by every filter: dropped
+    assert registry.changes(KEY, _raw([blocks])) == []
+    assert registry.uninstall(KEY, _raw([logs]))
+
+
+async def test_a_filter_left_too_far_behind_is_told_to_poll_more_often() -> None:
+    registry = FilterRegistry(_get_logs)
+    lagging = registry.new_block_filter(KEY, CHAIN)
+    for event in _events(MAX_BUFFERED // 2 + 1, logs=0):
+        registry.on_event(event)
+    assert registry.statistics().journal_events == MAX_BUFFERED  # bounded
+    with pytest.raises(LimitExceeded, match="poll more often"):
+        registry.changes(KEY, _raw([lagging]))
+    after = _events(1, logs=0)
+    registry.on_event(after[0])
+    assert registry.changes(KEY, _raw([lagging])) == [after[0].block.hash]

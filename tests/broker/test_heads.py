@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from adapters.base import ChainBlock, LogRecord
+from adapters.evm.blocks import ChainBlock, LogRecord
 from broker.bus import MemoryBus
 from broker.events import HeadEvent, LogsEvent
 from broker.heads import (

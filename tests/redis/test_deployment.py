@@ -69,9 +69,12 @@ class Deployment:
     worker: WorkerProcess
 
 
-async def start_upstream(nursery: trio.Nursery, folder: Path, block_time: str) -> Upstream:
-    """A dev chain node mining every ``block_time`` seconds, and a config naming it upstream."""
-    node = await start_scopecast(nursery, "--block-time", block_time)
+async def start_upstream(
+    nursery: trio.Nursery, folder: Path, block_time: str, *extra: str
+) -> Upstream:
+    """A dev chain node mining every ``block_time`` seconds (``extra``: more ``serve`` flags), and
+    a config naming it upstream."""
+    node = await start_scopecast(nursery, "--block-time", block_time, *extra)
     config = folder / "scopecast.toml"
     config.write_text(
         "[networks.dev]\n"

@@ -15,7 +15,9 @@ from typing import Any
 import msgspec
 import trio
 
-from adapters.base import BlockHandler, ChainAdapter, ChainBlock, LogRecord, NetworkSpec
+from adapters.base import NetworkSpec
+from adapters.evm.blocks import BlockHandler, ChainBlock, LogRecord
+from adapters.evm.chain_adapter import BlockSource
 
 CHAIN = "eip155:7"
 TOKEN = "0x" + "ab" * 20
@@ -45,7 +47,7 @@ def make_block(number: int, parent_hash: str, *, salt: str = "", logs: int = 1) 
     return ChainBlock(number, block_hash, parent_hash, header, records)
 
 
-class FakeChain(ChainAdapter):
+class FakeChain(BlockSource):
     """One chain, starting at a genesis block without logs; :meth:`mine` and :meth:`reorg` it."""
 
     name = "fake"
@@ -79,7 +81,7 @@ class FakeChain(ChainAdapter):
         assert number is not None
         return self.canonical[number] if number < len(self.canonical) else None
 
-    async def latest_block(self, chain: str) -> ChainBlock | None:
+    async def fetch_head(self, chain: str) -> ChainBlock | None:
         await trio.lowlevel.checkpoint()
         return self.canonical[-1]
 

@@ -6,9 +6,9 @@ import msgspec
 import trio
 import trio.testing
 
-from adapters.base import ChainBlock
 from adapters.devchain import DevChainAdapter
 from adapters.devchain.token import TRANSFER_TOPIC, transfer_calldata
+from adapters.evm.blocks import ChainBlock
 from schemas import eth as schema
 
 from .conftest import CHAIN, Rpc, Wallet, dev_spec

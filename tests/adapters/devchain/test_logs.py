@@ -8,7 +8,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from adapters.base import LogRecord
 from adapters.devchain import DevChainAdapter
 from adapters.devchain.assembler import Label, Ref, assemble, deployer
 from adapters.devchain.log_index import (
@@ -17,6 +16,7 @@ from adapters.devchain.log_index import (
     TooManyResults,
     scan,
 )
+from adapters.evm.blocks import LogRecord
 from adapters.evm.log_filter import LogCriteria
 from broker.errors import InvalidParams, LimitExceeded, ServerError
 

@@ -38,6 +38,10 @@ A = "0x" + "11" * 20
         ("eth_getLogs", '[{"fromBlock":"0x1","toBlock":"0x200"}]', Lifetime.UNTIL_HEAD),
         ("eth_getLogs", '[{"fromBlock":"0x1"}]', Lifetime.UNTIL_HEAD),
         ("eth_getLogs", f'[{{"blockHash":"{H}"}}]', Lifetime.UNTIL_REORG),
+        # The filter object read as geth reads it: keys of any case, a null member absent.
+        ("eth_getLogs", f'[{{"BLOCKHASH":"{H}"}}]', Lifetime.UNTIL_REORG),
+        ("eth_getLogs", '[{"FromBlock":"0x1","TOBLOCK":"0x10"}]', Lifetime.UNTIL_REORG),
+        ("eth_getLogs", '[{"fromBlock":"0x1","toBlock":null}]', Lifetime.UNTIL_HEAD),
         ("eth_getLogs", '[{"fromBlock":"pending"}]', Lifetime.NEVER),
         ("eth_getLogs", '[{"fromBlock":"bogus"}]', Lifetime.NEVER),
         ("eth_getLogs", "[1,2]", Lifetime.NEVER),

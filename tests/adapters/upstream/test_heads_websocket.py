@@ -19,7 +19,8 @@ import trio.testing
 import wsproto.events as wse
 from wsproto import ConnectionType, WSConnection
 
-from adapters.base import ChainBlock, NetworkSpec
+from adapters.base import NetworkSpec
+from adapters.evm.blocks import ChainBlock
 from adapters.upstream import UpstreamAdapter
 from adapters.upstream._heads import HeadFollower
 

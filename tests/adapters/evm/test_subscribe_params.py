@@ -1,4 +1,4 @@
-"""``eth_subscribe`` params of the EVM profile (``broker.subscriptions._evm``): geth's texts, and
+"""``eth_subscribe`` params of the EVM profile (``adapters.evm.subscriptions``): geth's texts, and
 the filter object read as geth reads it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from adapters.evm.log_filter import LogCriteria
-from broker.errors import InvalidParams
-from broker.subscriptions._evm import parse_subscribe
+from adapters.evm.subscriptions import parse_subscribe
+from schemas.errors import InvalidParams
 
 A = "0x" + "aa" * 20
 ONLY = "invalid argument 1: a logs subscription takes only address and topics"
@@ -33,8 +33,8 @@ def test_a_logs_subscription_takes_no_block_range_whatever_the_key_case(
 
 
 def test_a_null_block_range_member_is_absent_and_address_keys_match_any_case() -> None:
-    kind, criteria = parse_subscribe(["logs", {"fromBlock": None, "Address": A}])
-    assert (kind, criteria) == ("logs", LogCriteria(frozenset({A})))
+    matcher = parse_subscribe(["logs", {"fromBlock": None, "Address": A}])
+    assert (matcher.kind, matcher.criteria) == ("logs", LogCriteria(frozenset({A})))
 
 
 @pytest.mark.parametrize(
