@@ -1,6 +1,8 @@
-"""Ending the sessions of this process's dapps when they expire: a check every ``period``
-seconds (trio's clock) of the expiries the :class:`ConnectedDapps` tracker watches (wall-clock
-times, as sessions state them, compared with the service's :class:`~broker.wall_clock.WallClock`)."""
+"""Ending the sessions of this process's dapps when they expire: the watch sleeps (on trio's
+clock) until the next thing the :class:`ConnectedDapps` tracker has to do (a dapp to look up, the
+earliest expiry, a lingering dapp to forget), and wakes earlier when the tracker says that may
+have come nearer. Expiries are wall-clock times, as sessions state them, compared with the
+service's :class:`~broker.wall_clock.WallClock`; while checks fail, it tries every ``period``."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from broker.wall_clock import WallClock
 
 log = logging.getLogger(__name__)
 
-#: Seconds between two expiry checks.
+#: Seconds between two expiry checks while they fail (a store outage).
 EXPIRY_CHECK: Final = 5.0
+#: The longest sleep: the wall clock is read again at least this often (it may be set).
+LONGEST_SLEEP: Final = 60.0
 
 
 class ExpiryWatch:
@@ -37,14 +41,16 @@ class ExpiryWatch:
         self._store = store
         self._changes = changes
         self._period = period
-        # The wait for the next check (None: between two waits), moved when the period changes.
+        # A wait between two failing checks (None: none), moved when the period changes.
         self._waiting: trio.CancelScope | None = None
         self._last = 0.0
+        self._wake = trio.Event()
+        dapps.tracker.on_change = self._alarm
 
     @property
     def period(self) -> float:
-        """Seconds between two checks (the first one waits that long too); a new period applies
-        to the wait under way."""
+        """Seconds between two checks while they fail; a new period applies to the wait under
+        way."""
         return self._period
 
     @period.setter
@@ -53,14 +59,43 @@ class ExpiryWatch:
         if self._waiting is not None:
             self._waiting.deadline = self._last + seconds
 
-    async def serve(self) -> None:
-        """Check every ``period`` seconds, until cancelled."""
-        failing = False
-        while True:
-            self._last = trio.current_time()
+    def _alarm(self) -> None:
+        self._wake.set()
+
+    def _next_check(self) -> float:
+        """When (trio's clock) the tracker next has something to do."""
+        now = trio.current_time()
+        tracker = self._dapps.tracker
+        if tracker.has_to_look_up():
+            return now
+        deadline = now + LONGEST_SLEEP
+        expiry = tracker.next_expiry()
+        if expiry is not None:
+            wait = (expiry - self._clock.now()).total_seconds()
+            deadline = min(deadline, now + max(0.0, wait))
+        forgetting = tracker.next_forgetting()
+        if forgetting is not None:
+            deadline = min(deadline, forgetting)
+        return deadline
+
+    async def _sleep(self, *, failing: bool) -> None:
+        """Until the next check: ``period`` seconds after a failed one, else until the tracker's
+        next deadline or its alarm."""
+        self._last = trio.current_time()
+        if failing:  # the dapps that failed are due again at once: wait, whatever comes
             with trio.move_on_at(self._last + self._period) as self._waiting:
                 await trio.sleep_forever()
             self._waiting = None
+            return
+        self._wake = trio.Event()
+        with trio.move_on_at(self._next_check()):
+            await self._wake.wait()
+
+    async def serve(self) -> None:
+        """Check when the tracker has something to do, until cancelled."""
+        failing = False
+        while True:
+            await self._sleep(failing=failing)
             # One identity's failure (a corrupt session, a Redis outage) holds up no other's.
             failures = await self._look_up_new_identities()
             failures += await self._end_expired()

@@ -106,7 +106,8 @@ class SessionService:
 
     @property
     def expiry_check(self) -> float:
-        """Seconds between two expiry checks."""
+        """Seconds between two expiry checks while they fail (the watch otherwise sleeps until
+        the next expiry)."""
         return self._expiry.period
 
     @expiry_check.setter

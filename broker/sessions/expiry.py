@@ -13,7 +13,7 @@ measured on the caller's monotonic clock (trio's), in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from datetime import datetime
 
 from broker.sessions.model import Identity
@@ -29,6 +29,9 @@ class ExpiryTracker:
         self._unlooked: set[Identity] = set()
         self._looking: set[Identity] = set()
         self._lingering: dict[Identity, float] = {}
+        #: Called when the next thing to do may have come nearer (a dapp to look up, a new
+        #: expiry, a dapp lingering): the I/O shell's alarm clock wakes to recompute it.
+        self.on_change: Callable[[], None] = _nothing
 
     def __len__(self) -> int:
         return len(self._expiries)
@@ -44,6 +47,7 @@ class ExpiryTracker:
             self._expiries.pop(identity, None)  # back: looked up afresh, it may have changed
         if identity not in self._expiries:
             self._unlooked.add(identity)
+            self.on_change()
 
     def gone(self, identity: Identity, now: float) -> bool:
         """The last connection of ``identity`` here closed at ``now``; True when it is no longer
@@ -51,6 +55,7 @@ class ExpiryTracker:
         self._unlooked.discard(identity)
         if self.linger > 0 and identity in self._expiries:
             self._lingering[identity] = now + self.linger
+            self.on_change()
             return False
         self._expiries.pop(identity, None)
         return True
@@ -76,6 +81,7 @@ class ExpiryTracker:
             self._lingering.pop(identity, None)
         else:
             self._expiries[identity] = expiry
+            self.on_change()
 
     def to_look_up(self, connected: Container[Identity]) -> list[Identity]:
         """The connected dapps to look up now (each then :meth:`looked_up` or
@@ -95,6 +101,20 @@ class ExpiryTracker:
         self._looking.discard(identity)
         self._unlooked.add(identity)  # the next check tries again
 
+    # -- when to act next ------------------------------------------------------------------------
+
+    def has_to_look_up(self) -> bool:
+        """Whether a connected dapp waits to be looked up (:meth:`to_look_up`)."""
+        return bool(self._unlooked)
+
+    def next_expiry(self) -> datetime | None:
+        """The earliest expiry watched (wall clock); None: none is."""
+        return min(self._expiries.values(), default=None)
+
+    def next_forgetting(self) -> float | None:
+        """When the first lingering dapp is to be forgotten (the caller's monotonic clock)."""
+        return min(self._lingering.values(), default=None)
+
     # -- ending -----------------------------------------------------------------------------------
 
     def due(self, now: datetime) -> list[tuple[Identity, datetime]]:
@@ -113,3 +133,7 @@ class ExpiryTracker:
     def end_failed(self, identity: Identity, expiry: datetime) -> None:
         """Announcing the end failed: watched again, the next check tries again."""
         self._expiries[identity] = expiry
+
+
+def _nothing() -> None:
+    pass

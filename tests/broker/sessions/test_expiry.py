@@ -93,3 +93,32 @@ def test_an_end_that_failed_to_be_announced_stays_due() -> None:
     assert tracker.still(DAPP, T0)
     tracker.watch(DAPP, T0 + timedelta(days=2))
     assert not tracker.still(DAPP, T0)  # a change came meanwhile
+
+
+def test_it_says_when_it_next_has_something_to_do_and_raises_the_alarm_when_that_may_be_sooner() -> (
+    None
+):
+    tracker = ExpiryTracker(linger=10.0)
+    alarms: list[str] = []
+    tracker.on_change = lambda: alarms.append("!")
+    assert (tracker.has_to_look_up(), tracker.next_expiry(), tracker.next_forgetting()) == (
+        False,
+        None,
+        None,
+    )
+    tracker.connected(DAPP)
+    assert tracker.has_to_look_up()
+    assert alarms == ["!"]
+    tracker.to_look_up({DAPP})
+    assert not tracker.has_to_look_up()
+    tracker.watch(DAPP, T0 + timedelta(seconds=30))
+    tracker.connected(OTHER)
+    tracker.watch(OTHER, T0)
+    assert tracker.next_expiry() == T0  # the earliest
+    assert len(alarms) == 4
+    assert not tracker.gone(OTHER, now=5.0)  # lingers until 15.0
+    assert tracker.next_forgetting() == 15.0
+    assert len(alarms) == 5
+    tracker.watch(OTHER, None)  # no session: nothing sooner, no alarm
+    assert (tracker.next_expiry(), tracker.next_forgetting()) == (T0 + timedelta(seconds=30), None)
+    assert len(alarms) == 5
