@@ -1,7 +1,9 @@
 """The plug-in interfaces: chain adapters and account adapters.
 
 A *chain adapter* serves one or more chains (CAIP-2 ids): it answers JSON-RPC calls for them and,
-optionally, reports the blocks it sees so that the broker can fan out heads and logs. An *account
+optionally, names the chain family whose subscriptions the broker serves on top of the events it
+reports (:class:`SubscriptionFamily`; the EVM profile's, over reported blocks, lives in
+:mod:`adapters.evm`). An *account
 adapter* holds accounts and implements the signing methods of SPEC area B. Both are loaded through
 the entry-point group ``scopecast.adapters`` (see :mod:`adapters.registry`); every adapter's tests
 run the shared checks of :mod:`adapters.conformance`.

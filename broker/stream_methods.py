@@ -6,12 +6,13 @@ They are served by the broker itself, on top of the chain events, for every adap
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from adapters.evm.subscriptions import EvmSubscriptions
-from broker.dispatch import CallContext, Dispatcher, Handler
+from broker.dispatch import CallContext, Dispatcher
 from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
@@ -19,21 +20,41 @@ if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub
 
 
-#: The polled filters of the EVM profile, served where its subscriptions are (on the chains whose
-#: adapter reports blocks).
-FILTER_METHODS: Final = frozenset(
-    {
-        "eth_newFilter",
-        "eth_newBlockFilter",
-        "eth_getFilterChanges",
-        "eth_getFilterLogs",
-        "eth_uninstallFilter",
-    }
-)
-
-
 def _decode(params: msgspec.Raw) -> Any:
     return msgspec.json.decode(params)
+
+
+async def _new_filter(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
+    return filters.new_log_filter(ctx.api_key, ctx.network.chain, params)
+
+
+async def _new_block_filter(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
+    return filters.new_block_filter(ctx.api_key, ctx.network.chain)
+
+
+async def _filter_changes(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
+    return filters.changes(ctx.api_key, params)
+
+
+async def _filter_logs(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
+    return await filters.logs(ctx.api_key, params)
+
+
+async def _uninstall_filter(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
+    return filters.uninstall(ctx.api_key, params)
+
+
+_FilterHandler = Callable[["FilterRegistry", CallContext, msgspec.Raw], Awaitable[Any]]
+#: The polled filters of the EVM profile, served where its subscriptions are (on the chains whose
+#: adapter reports blocks).
+_FILTER_HANDLERS: Final[Mapping[str, _FilterHandler]] = {
+    "eth_newFilter": _new_filter,
+    "eth_newBlockFilter": _new_block_filter,
+    "eth_getFilterChanges": _filter_changes,
+    "eth_getFilterLogs": _filter_logs,
+    "eth_uninstallFilter": _uninstall_filter,
+}
+FILTER_METHODS: Final = frozenset(_FILTER_HANDLERS)
 
 
 def filter_methods(hub: SubscriptionHub, chain: str) -> frozenset[str]:
@@ -67,36 +88,13 @@ def install(dispatcher: Dispatcher, hub: SubscriptionHub, filters: FilterRegistr
 
     dispatcher.add_fallback(family_call, hub.family_methods)
 
-    async def new_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.new_log_filter(ctx.api_key, ctx.network.chain, params)
-
-    async def new_block_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.new_block_filter(ctx.api_key, ctx.network.chain)
-
-    async def filter_changes(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.changes(ctx.api_key, params)
-
-    async def filter_logs(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return await filters.logs(ctx.api_key, params)
-
-    async def uninstall_filter(ctx: CallContext, params: msgspec.Raw) -> Any:
-        return filters.uninstall(ctx.api_key, params)
-
-    filter_handlers: dict[str, Handler] = {
-        "eth_newFilter": new_filter,
-        "eth_newBlockFilter": new_block_filter,
-        "eth_getFilterChanges": filter_changes,
-        "eth_getFilterLogs": filter_logs,
-        "eth_uninstallFilter": uninstall_filter,
-    }
-
     def chain_filter_methods(chain: str) -> frozenset[str]:
         return filter_methods(hub, chain)
 
     async def filter_call(ctx: CallContext, chain: str, method: str, params: msgspec.Raw) -> Any:
-        handler = filter_handlers.get(method)
+        handler = _FILTER_HANDLERS.get(method)
         if handler is None or method not in filter_methods(hub, chain):
             raise MethodNotFound(method)
-        return await handler(ctx, params)
+        return await handler(filters, ctx, params)
 
     dispatcher.add_fallback(filter_call, chain_filter_methods)
