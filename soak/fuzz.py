@@ -64,7 +64,7 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scopec
 _lot_decoder = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 BATCH = 5000
 PER_EXAMPLE = 10
-LANES = 4  # inputs in flight at once (each lane waits for the replies to its well-formed ones)
+LANES = 16  # inputs in flight at once (each lane waits for the replies to its well-formed ones)
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -194,7 +194,7 @@ _ABOUT = [
     "(`make soak`) gives the issue's sizes.",
     "- The soak's clients and HTTP load run in one trio process (the harness); on a busy "
     "machine it sends fewer HTTP requests than asked (the rate achieved is reported). The fuzzer "
-    "is a process of its own (`python -m soak.fuzz`, four lanes at once); its Hypothesis inputs "
+    "is a process of its own (`python -m soak.fuzz`, 16 lanes at once); its Hypothesis inputs "
     "are drawn with fixed seeds and cached on disk between runs (drawing 100,000 takes minutes of "
     "CPU). The "
     "overload's bystanders are held by a `bench.loadgen` process (epoll) instead: a trio client "
