@@ -33,12 +33,19 @@ from tests.support.redis_server import RedisServer, redis_command
 
 async def metric(port: int, name: str) -> float:
     """One value of a web process's ``GET /metrics`` (0 when it is not there)."""
+    return (await metrics(port, [name]))[name]
+
+
+async def metrics(port: int, names: list[str]) -> dict[str, float]:
+    """Values of a web process's ``GET /metrics`` (0 when one is not there)."""
     async with httpx.AsyncClient(trust_env=False, timeout=30) as client:
         text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    found = dict.fromkeys(names, 0.0)
     for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[-1])
-    return 0.0
+        name, _, value = line.partition(" ")
+        if name in found:
+            found[name] = float(value.split()[-1])
+    return found
 
 
 def fd_count(pid: int) -> int:
@@ -167,7 +174,13 @@ class Deployment:
         if sample is None or web.port is None:
             return sample
         with suppress(httpx.HTTPError):
-            sample["connections"] = int(await metric(web.port, "scopecast_connections"))
+            read = await metrics(
+                web.port,
+                ["scopecast_connections", "scopecast_response_cache_bytes"],
+            )
+            sample["connections"] = int(read["scopecast_connections"])
+            # What bounded caches hold: part of the RSS, growing up to their bound.
+            sample["response_cache_mib"] = round(read["scopecast_response_cache_bytes"] / 2**20, 1)
         return sample
 
     def sample(self, web: ScopecastProcess) -> dict[str, Any] | None:

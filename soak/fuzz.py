@@ -63,7 +63,8 @@ WELL_FORMED_TIMEOUT = 30.0
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scopecast-soak"
 _lot_decoder = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 BATCH = 5000
-LANES = 4  # inputs in flight at once (each lane waits for the replies to its well-formed ones)
+PER_EXAMPLE = 10
+LANES = 16  # inputs in flight at once (each lane waits for the replies to its well-formed ones)
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -156,23 +157,24 @@ INPUTS = st.one_of(
 
 def generate(count: int, batch: int) -> list[tuple[str, bytes]]:
     """``count`` inputs drawn from :data:`INPUTS` (generation only: nothing to shrink), the
-    ``batch``-th lot of a run (each lot its own seed)."""
+    ``batch``-th lot of a run (each lot its own seed), ``PER_EXAMPLE`` to a Hypothesis example
+    (its machinery per example costs several times the drawing of one input)."""
     found: list[tuple[str, bytes]] = []
 
     @seed(batch)
     @settings(
-        max_examples=count,
+        max_examples=-(-count // PER_EXAMPLE),
         database=None,
         deadline=None,
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(INPUTS)
-    def collect(value: tuple[str, bytes]) -> None:
-        found.append(value)
+    @given(st.lists(INPUTS, min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
+    def collect(values: list[tuple[str, bytes]]) -> None:
+        found.extend(values)
 
     collect()
-    return found
+    return found[:count]
 
 
 def lots(inputs: int) -> list[tuple[int, int]]:
@@ -191,7 +193,7 @@ def cached(count: int, batch: int) -> list[tuple[str, bytes]]:
         warnings.simplefilter("ignore")
         strategies = repr(INPUTS)
     key = hashlib.sha256(
-        f"{strategies}/{hypothesis.__version__}/{batch}/{count}".encode()
+        f"{strategies}/{PER_EXAMPLE}/{hypothesis.__version__}/{batch}/{count}".encode()
     ).hexdigest()[:16]
     path = CACHE / f"fuzz-{batch}-{count}-{key}.msgpack"
     with suppress(OSError, msgspec.DecodeError):
