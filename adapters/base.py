@@ -329,7 +329,7 @@ class ChainAdapter(ABC):
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         """Answer one call. ``params`` is the undecoded JSON of the request's params (``[]`` when
         absent). Returns a JSON-encodable value or a :class:`msgspec.Raw` holding encoded JSON;
-        raises :class:`broker.errors.RpcError` for failures."""
+        raises :class:`schemas.errors.RpcError` for failures."""
 
     def call_now(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         """The answer :meth:`call` would give, when the adapter has it without waiting (an

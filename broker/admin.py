@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import InvalidParams, Unauthenticated
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
@@ -24,6 +23,7 @@ from schemas.admin import (
     revoke_session_params,
     update_session_params,
 )
+from schemas.errors import InvalidParams, Unauthenticated
 
 if TYPE_CHECKING:
     from broker.metrics import Metrics

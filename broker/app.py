@@ -23,7 +23,6 @@ from broker.access import AccessControl, KeyAccess
 from broker.connections import Connections
 from broker.core import Core
 from broker.dispatch import CallContext
-from broker.errors import ServerError, Unauthenticated
 from broker.http import (
     JSON_HEADERS,
     ConnectionDeadlines,
@@ -38,7 +37,7 @@ from broker.http_reactor import HttpReactor
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.routing import Endpoint, route
 from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
-from schemas.errors import ConfigError
+from schemas.errors import ConfigError, ServerError, Unauthenticated
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter

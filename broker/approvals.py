@@ -18,10 +18,10 @@ from typing import Any, Literal
 import trio
 
 from adapters.base import SigningRequest
-from broker.errors import InvalidParams, UserRejected
 from broker.sessions import Identity, SessionRequest
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from schemas.caip import ScopeObject, normalize_address, parse_account_id
+from schemas.errors import InvalidParams, UserRejected
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,6 @@ import trio
 
 from broker import frames
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import RpcError
 from broker.http import HttpRequest, HttpResponse, Upgrade
 from broker.limits import Limits
 from broker.metrics import Metrics
@@ -21,6 +20,7 @@ from broker.resume import ResumeKeeper
 from broker.resume._keeper import resumed_message
 from broker.websocket import WebSocketConnection
 from broker.ws_protocol import RemoteProtocolError, accept_handshake
+from schemas.errors import RpcError
 
 log = logging.getLogger(__name__)
 

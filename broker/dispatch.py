@@ -1,6 +1,6 @@
 """From a frame or body to its reply: decoding, routing each call, mapping errors.
 
-This is the one place where :class:`broker.errors.RpcError` becomes a JSON-RPC error object, and
+This is the one place where :class:`schemas.errors.RpcError` becomes a JSON-RPC error object, and
 where an unexpected exception becomes -32603 (logged, never shown to the client).
 """
 
@@ -16,9 +16,9 @@ from msgspec import Raw
 
 from adapters.base import NOT_NOW
 from broker.chain_calls import CachedChainCalls
-from broker.errors import InternalError, MethodNotFound, RpcError
 from broker.networks import Network, Networks
 from broker.response_cache import Recent, RecentBodies
+from schemas.errors import InternalError, MethodNotFound, RpcError
 from schemas.jsonrpc import (
     NULL_ID,
     BadCall,
@@ -62,10 +62,10 @@ class Access(Protocol):
         ...
 
     def check_method(self, method: str) -> None:
-        """Raise :class:`~broker.errors.MethodNotAllowed` for a method the key may not call."""
+        """Raise :class:`~schemas.errors.MethodNotAllowed` for a method the key may not call."""
 
     def check_subscriptions(self, held: int) -> None:
-        """Raise :class:`~broker.errors.OverLimit` when a connection holding ``held`` may not
+        """Raise :class:`~schemas.errors.OverLimit` when a connection holding ``held`` may not
         subscribe again."""
 
 

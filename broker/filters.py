@@ -26,9 +26,9 @@ import msgspec
 import trio
 
 from adapters.evm.log_filter import LogCriteria, parse_filter
-from broker.errors import InvalidParams, LimitExceeded, ServerError
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.networks import Networks
+from schemas.errors import InvalidParams, LimitExceeded, ServerError
 from schemas.filters import filter_id_params, filter_object_params
 from schemas.params import decode_positional
 

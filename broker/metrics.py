@@ -17,8 +17,8 @@ from prometheus_client.core import (
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
-    from broker.errors import RpcError
     from broker.response_cache import ResponseStore
+    from schemas.errors import RpcError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -17,9 +17,9 @@ import msgspec
 
 from broker.approvals import ApprovalPolicy
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import InvalidParams, MethodNotFound, Unauthorized
 from broker.networks import Networks
 from broker.sessions import Identity
+from schemas.errors import InvalidParams, MethodNotFound, Unauthorized
 
 #: An account method's params: positional (EVM's) or one object (Solana's account methods); the
 #: adapter reads them further.

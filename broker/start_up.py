@@ -13,8 +13,8 @@ from typing import Final
 import msgspec
 import trio
 
-from broker.errors import ServerError
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Responder, json_error
+from schemas.errors import ServerError
 
 _NOT_READY: Final = "not ready yet: waiting for Redis"
 

@@ -13,7 +13,7 @@ import msgspec
 
 from adapters.evm.subscriptions import EvmSubscriptions
 from broker.dispatch import CallContext, Dispatcher
-from broker.errors import MethodNotFound, SubscriptionsNeedWebSocket
+from schemas.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
     from broker.filters import FilterRegistry

@@ -17,9 +17,9 @@ from broker.admin import AdminApi
 from broker.console._assets import file_response, secured
 from broker.console._feed import OperatorFeed
 from broker.console._feed_connection import FeedConnection
-from broker.errors import Unauthorized
 from broker.http import HttpRequest, HttpResponse, Upgrade, json_error
 from broker.ws_protocol import RemoteProtocolError, accept_handshake
+from schemas.errors import Unauthorized
 
 
 def same_origin(request: HttpRequest) -> bool:

@@ -29,12 +29,12 @@ from broker.cursors import (
     position_order,
     with_cursor,
 )
-from broker.errors import RpcError
 from broker.events import FamilyEvent
 from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
 from broker.websocket import WebSocketConnection
+from schemas.errors import RpcError
 
 log = logging.getLogger(__name__)
 

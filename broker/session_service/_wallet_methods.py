@@ -13,13 +13,6 @@ import msgspec
 
 from broker.approvals import ApprovalPolicy
 from broker.dispatch import CallContext, Dispatcher, Handler
-from broker.errors import (
-    InvalidParams,
-    RpcError,
-    SubscriptionsNeedWebSocket,
-    Unauthorized,
-    UnknownSessionError,
-)
 from broker.networks import Networks
 from broker.session_service._connected import ConnectedDapps
 from broker.session_service._fanout import ChangeFanOut
@@ -46,6 +39,13 @@ from broker.sessions import (
 from broker.sessions.dialects import create_result, get_result
 from broker.stream_methods import served_methods
 from broker.wall_clock import WallClock
+from schemas.errors import (
+    InvalidParams,
+    RpcError,
+    SubscriptionsNeedWebSocket,
+    Unauthorized,
+    UnknownSessionError,
+)
 
 if TYPE_CHECKING:
     from broker.subscriptions import SubscriptionHub

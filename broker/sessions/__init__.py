@@ -2,10 +2,10 @@
 
 Everything but :mod:`broker.sessions.store` is plain functions over immutable values, with the
 clock passed in as ``now`` (a timezone-aware datetime). Errors a dapp should see are raised as
-:mod:`broker.errors` classes carrying their wire codes. Anything else escaping from
+:mod:`schemas.errors` classes carrying their wire codes. Anything else escaping from
 :func:`grant`, :func:`update_scopes` or :func:`revoke_scopes` (a ``ValueError`` for bad shell
 arguments, a store failure around them) is a bug or an outage, which the shell reports as 5000
-(:class:`~broker.errors.UnknownSessionError`) for ``wallet_createSession`` and
+(:class:`~schemas.errors.UnknownSessionError`) for ``wallet_createSession`` and
 ``wallet_revokeSession``.
 """
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import msgspec
 
-from broker.errors import InvalidParams, Unauthorized
 from broker.sessions.model import Session, is_expired
 from schemas.caip import WALLET, ScopeObject, is_chain_id
+from schemas.errors import InvalidParams, Unauthorized
 from schemas.params import Mistake, decode_named
 from schemas.wallet import invoke_method_params
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from msgspec import UNSET
 
-from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from broker.sessions.model import (
     CURRENT,
     LEGACY,
@@ -33,6 +32,7 @@ from broker.sessions.model import (
     session_changed_params,
 )
 from schemas.caip import ScopeObject, is_chain_id, is_namespace
+from schemas.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from schemas.wallet import CreateSessionParams
 
 LEGACY_FIELDS = ("requiredScopes", "optionalScopes", "sessionProperties", "scopedProperties")

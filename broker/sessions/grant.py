@@ -21,15 +21,15 @@ from typing import TypeAlias
 
 import msgspec
 
-from broker.errors import (
+from broker.sessions.model import DEFAULT_MAX_EXPIRY, Identity, Session, SessionRequest, as_utc
+from schemas.caip import ScopeObject, is_chain_id, normalize_address
+from schemas.errors import (
     InvalidSessionProperties,
     MethodsUnsupported,
     NetworksUnsupported,
     NotificationsNotSupported,
     UserRejected,
 )
-from broker.sessions.model import DEFAULT_MAX_EXPIRY, Identity, Session, SessionRequest, as_utc
-from schemas.caip import ScopeObject, is_chain_id, normalize_address
 
 
 @dataclass(frozen=True, slots=True)

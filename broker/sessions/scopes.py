@@ -7,7 +7,7 @@ authorises *no* chain of the namespace, never all of them, so such a key normali
 The one exception is ``wallet``, which names the wallet's own chainless functions and stays a key.
 
 A scope object is read as a :class:`schemas.wallet.ScopeRequest`. Faults raise
-:class:`~broker.errors.InvalidParams` naming the scope and what is wrong (in a scope object with
+:class:`~schemas.errors.InvalidParams` naming the scope and what is wrong (in a scope object with
 several, the first in the request's order), except a ``scopedProperties`` key inside a scope
 object, which is CAIP-25's 5301 and is looked for first.
 """
@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 
 from msgspec import UNSET, UnsetType
 
-from broker.errors import InvalidParams, ScopedPropertiesInsideScope
 from schemas.caip import (
     WALLET,
     ScopeObject,
@@ -27,6 +26,7 @@ from schemas.caip import (
     is_reference,
     parse_account_id,
 )
+from schemas.errors import InvalidParams, ScopedPropertiesInsideScope
 from schemas.params import Mistake, convert_named
 from schemas.wallet import ScopeRequest
 

@@ -11,11 +11,11 @@ from collections.abc import Collection
 
 import msgspec
 
-from broker.errors import InvalidParams
 from broker.sessions.grant import SupportLookup, support_of
 from broker.sessions.model import ScopeUpdate, Session
 from broker.sessions.scopes import parse_scopes
 from schemas.caip import ScopeObject
+from schemas.errors import InvalidParams
 from schemas.params import Mistake, decode_named
 from schemas.wallet import RevokeSessionParams, revoke_session_params
 

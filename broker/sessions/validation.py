@@ -24,11 +24,11 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from broker.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from broker.sessions.dialects import CURRENT_NAMES, dialect_of, to_legacy
 from broker.sessions.model import CURRENT, SessionRequest, as_utc
 from broker.sessions.scopes import merge_into, parse_scopes, reject_nested_scoped_properties
 from schemas.caip import ScopeObject
+from schemas.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from schemas.params import Mistake, convert_named, decode_named
 from schemas.wallet import CreateSessionParams, SessionPropertiesRequest, create_session_params
 

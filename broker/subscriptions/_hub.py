@@ -14,7 +14,6 @@ from typing import Any
 
 from adapters.base import SubscriptionFamily, SubscriptionIndex
 from broker.cursors import FeedPositions
-from broker.errors import MethodNotFound, ServerError
 from broker.events import FamilyEvent, HubEvent
 from broker.metrics import Metrics
 from broker.subscriptions._frames import HEX_ID_LENGTH, notification_frames
@@ -27,6 +26,7 @@ from broker.subscriptions._model import (
     connection_subs,
     encode_params,
 )
+from schemas.errors import MethodNotFound, ServerError
 
 
 class SubscriptionHub:

@@ -13,8 +13,8 @@ import trio.testing
 
 from adapters.base import SigningRequest
 from broker.approvals import ApprovalPolicy, _operator_accounts, auto_accounts
-from broker.errors import UserRejected
 from broker.sessions import Identity, SessionRequest, parse_create_session
+from schemas.errors import UserRejected
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 SOLANA = "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z"

@@ -65,5 +65,7 @@ async def test_leaving_open_broker_closes_websockets_with_1012_as_a_deploy_does(
 def test_a_plug_in_refusing_its_options_is_a_configuration_error_naming_the_network() -> None:
     # The SDK's contract: from_spec raises ValueError for bad options (the example plug-in does).
     spec = NetworkSpec("ledger", "ledger:demo", "example-ledger", {"genisis": ["x"]})
-    with pytest.raises(ConfigError, match=r"^networks.ledger \(example-ledger adapter\): .*genisis"):
+    with pytest.raises(
+        ConfigError, match=r"^networks.ledger \(example-ledger adapter\): .*genisis"
+    ):
         build_network(spec)

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import InvalidParams, LimitExceeded, ServerError
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.filters import MAX_BUFFERED, FilterRegistry, FilterStatistics
+from schemas.errors import InvalidParams, LimitExceeded, ServerError
 from tests.support.fake_chain import make_block
 
 KEY = "dev"

@@ -19,8 +19,8 @@ from adapters.devchain.methods import ReadMethods
 from adapters.devchain.txpool import TxPool
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
-from broker.errors import LimitExceeded, ServerError
 from broker.filters import FILTER_TIMEOUT, FilterRegistry
+from schemas.errors import LimitExceeded, ServerError
 from tests.adapters.devchain.conftest import Rpc, Wallet
 from tests.adapters.devchain.test_logs import SPAM_TOPIC, deploy, spammer
 from tests.support.inprocess import RunningBroker, running_broker, waiting_approval

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from broker.errors import InvalidParams, InvalidRequest, ParseError
+from schemas.errors import InvalidParams, InvalidRequest, ParseError
 from schemas.jsonrpc import (
     MAX_BATCH,
     BadCall,

@@ -14,7 +14,7 @@ from eth_utils.address import to_checksum_address
 
 from adapters.base import NetworkSpec
 from adapters.devchain import DevChainAdapter
-from broker.errors import RpcError
+from schemas.errors import RpcError
 
 CHAIN = "eip155:1337"
 GWEI = 10**9

@@ -18,7 +18,7 @@ from adapters.devchain.log_index import (
 )
 from adapters.evm.blocks import LogRecord
 from adapters.evm.log_filter import LogCriteria
-from broker.errors import InvalidParams, LimitExceeded, ServerError
+from schemas.errors import InvalidParams, LimitExceeded, ServerError
 
 from .conftest import Rpc, Wallet
 

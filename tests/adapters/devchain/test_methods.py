@@ -10,8 +10,8 @@ import pytest
 from adapters.devchain import DevChainAdapter
 from adapters.devchain.assembler import assemble, deployer
 from adapters.devchain.token import RUNTIME, TOTAL_SUPPLY, TRANSFER_TOPIC
-from broker.errors import MethodNotFound, ServerError, WireError
 from schemas import eth as schema
+from schemas.errors import MethodNotFound, ServerError, WireError
 
 from .conftest import CHAIN, GWEI, Rpc, Wallet, dev_spec
 

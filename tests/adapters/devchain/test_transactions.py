@@ -9,7 +9,7 @@ from eth_hash.auto import keccak
 
 from adapters.devchain import DevChainAdapter
 from adapters.devchain.token import transfer_calldata
-from broker.errors import ServerError
+from schemas.errors import ServerError
 
 from .conftest import GWEI, Rpc, Wallet, dev_spec
 

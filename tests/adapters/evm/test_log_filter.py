@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from adapters.evm.log_filter import LogCriteria, decode_log_filter, parse_criteria, parse_filter
-from broker.errors import InvalidParams
 from schemas import eth as schema
+from schemas.errors import InvalidParams
 from schemas.eth import MAX_FILTER_CRITERIA
 
 A = "0x" + "aa" * 20

@@ -10,7 +10,7 @@ from eth_tester import EthereumTester
 from adapters.base import AccountAdapter, ChainReader, SigningRequest
 from adapters.conformance import check_account_adapter
 from adapters.keyring import DEV_MNEMONIC, METHODS, KeyringAdapter
-from broker.errors import InternalError, MethodNotFound, Unauthorized
+from schemas.errors import InternalError, MethodNotFound, Unauthorized
 from tests.adapters.keyring import evm
 from tests.adapters.keyring.conftest import ACCOUNT_0, ACCOUNT_1
 from tests.adapters.keyring.test_keys import secrets_of

@@ -11,7 +11,7 @@ from eth_account import Account
 from eth_account.hdaccount import key_from_seed, seed_from_mnemonic
 
 from adapters.keyring import DEV_MNEMONIC, KeyLoadError, KeyringAdapter, UserOpConfig
-from broker.errors import RpcError
+from schemas.errors import RpcError
 from tests.adapters.keyring.conftest import ACCOUNT_0, ACCOUNT_1
 
 OTHER_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow"

@@ -6,7 +6,7 @@ from eth_account.messages import encode_defunct
 
 from adapters.base import ChainReader
 from adapters.keyring import KeyringAdapter
-from broker.errors import InvalidParams, Unauthorized
+from schemas.errors import InvalidParams, Unauthorized
 from tests.adapters.keyring.conftest import ACCOUNT_0, ACCOUNT_1
 
 CHECKSUMMED_0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"

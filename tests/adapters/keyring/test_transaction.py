@@ -10,7 +10,7 @@ from eth_tester import EthereumTester
 
 from adapters.base import ChainReader
 from adapters.keyring import KeyringAdapter
-from broker.errors import InvalidParams, Unauthorized
+from schemas.errors import InvalidParams, Unauthorized
 from tests.adapters.keyring import evm
 from tests.adapters.keyring.conftest import ACCOUNT_0, ACCOUNT_1
 

@@ -14,7 +14,7 @@ from eth_utils.crypto import keccak
 
 from adapters.base import ChainReader
 from adapters.keyring import KeyringAdapter
-from broker.errors import InvalidParams, Unauthorized
+from schemas.errors import InvalidParams, Unauthorized
 from tests.adapters.keyring.conftest import ACCOUNT_0
 from tests.adapters.keyring.test_keys import write_keystore
 

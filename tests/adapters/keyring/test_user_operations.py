@@ -31,7 +31,7 @@ from adapters.keyring._simple_account import (
     counterfactual_address,
     create_account_call,
 )
-from broker.errors import InvalidParams, ServerError, Unauthorized
+from schemas.errors import InvalidParams, ServerError, Unauthorized
 from tests.adapters.keyring import evm
 from tests.adapters.keyring.conftest import ACCOUNT_0, ACCOUNT_1
 

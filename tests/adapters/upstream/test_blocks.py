@@ -8,7 +8,7 @@ import pytest
 
 from adapters.upstream._blocks import HEADER_FIELDS, BadUpstreamData, Header, log_records
 from adapters.upstream._logs_query import check_logs_params
-from broker.errors import InvalidParams
+from schemas.errors import InvalidParams
 
 HASH = "0x" + "aa" * 32
 PARENT = "0x" + "bb" * 32

@@ -19,8 +19,8 @@ import trio.testing
 from adapters.base import NetworkSpec
 from adapters.upstream import MaybeSubmitted, NoUsableUpstream, State, UpstreamAdapter
 from broker.compose import build_core_broker
-from broker.errors import InvalidParams, LimitExceeded, RpcError, WireError
 from broker.networks import Network, Networks
+from schemas.errors import InvalidParams, LimitExceeded, RpcError, WireError
 
 from .fake_node import Error, FakeNode, Hang, Status, Stream
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from broker.errors import RpcError
 from broker.sessions import ChainSupport, Identity, Session
 from schemas.caip import ScopeObject
+from schemas.errors import RpcError
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 DEV = Identity.of("dev", "https://dapp.example")

@@ -8,7 +8,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import InvalidParams, Unauthorized
 from broker.sessions import (
     InvokeRequest,
     authorize_invoke,
@@ -16,6 +15,7 @@ from broker.sessions import (
     parse_invoke_method,
     permitted_addresses,
 )
+from schemas.errors import InvalidParams, Unauthorized
 
 from .helpers import ADDRESS_LOWER, NOW, assert_rejected, make_session, scope
 

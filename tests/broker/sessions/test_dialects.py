@@ -11,10 +11,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import InvalidParams, InvalidSessionProperties
 from broker.sessions import ChainSupport, Session, grant, parse_create_session
 from broker.sessions.dialects import changed_params, create_result, get_result
 from broker.sessions.model import CURRENT, LEGACY
+from schemas.errors import InvalidParams, InvalidSessionProperties
 
 from .helpers import DEV, NOW, assert_rejected
 

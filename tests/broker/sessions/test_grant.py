@@ -9,14 +9,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import (
-    InvalidSessionProperties,
-    MethodsUnsupported,
-    NetworksUnsupported,
-    NotificationsNotSupported,
-    RpcError,
-    UserRejected,
-)
 from broker.sessions import (
     DEFAULT_MAX_EXPIRY,
     ChainSupport,
@@ -29,6 +21,14 @@ from broker.sessions import (
 )
 from broker.sessions.grant import SupportLookup
 from broker.sessions.scopes import parse_scopes
+from schemas.errors import (
+    InvalidSessionProperties,
+    MethodsUnsupported,
+    NetworksUnsupported,
+    NotificationsNotSupported,
+    RpcError,
+    UserRejected,
+)
 
 from .helpers import ADDRESS, ADDRESS_LOWER, DEV, NOW, OTHER_ADDRESS, SUPPORTED, scope
 

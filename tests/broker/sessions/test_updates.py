@@ -7,7 +7,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import InvalidParams, ScopedPropertiesInsideScope
 from broker.sessions import (
     ScopeUpdate,
     diff_sessions,
@@ -16,6 +15,7 @@ from broker.sessions import (
     session_changed_params,
     update_scopes,
 )
+from schemas.errors import InvalidParams, ScopedPropertiesInsideScope
 
 from .helpers import ADDRESS, ADDRESS_LOWER, SUPPORTED, assert_rejected, make_session, scope
 

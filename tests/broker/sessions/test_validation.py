@@ -8,14 +8,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from broker.errors import (
+from broker.sessions import SessionRequest, parse_create_session
+from schemas.errors import (
     InvalidParams,
     InvalidScopedProperties,
     InvalidSessionProperties,
     RpcError,
     ScopedPropertiesInsideScope,
 )
-from broker.sessions import SessionRequest, parse_create_session
 
 from .helpers import ADDRESS, ADDRESS_LOWER, NOW, OTHER_ADDRESS, assert_rejected, scope
 
