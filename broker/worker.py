@@ -306,9 +306,16 @@ class Worker:
         self._adapters = list({id(n.adapter): n.adapter for n in self.networks}.values())
 
     async def start_adapters(self) -> None:
-        """Start every chain adapter once (their errors are configuration errors, said once)."""
-        for adapter in self._adapters:
-            await adapter.start()
+        """Start every chain adapter once (their errors are configuration errors, said once);
+        if one fails, close those already started before raising."""
+        for started, adapter in enumerate(self._adapters):
+            try:
+                await adapter.start()
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    for opened in reversed(self._adapters[:started]):
+                        await opened.aclose()
+                raise
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until :meth:`shutdown` (after :meth:`start_adapters`)."""

@@ -12,8 +12,10 @@ import trio
 
 from broker.events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
+from broker.networks import Network
 from broker.redis import LeaseTiming, RedisClient, RedisEventBus, decode_stream_event, entry_fields
-from broker.worker import ChainLeader
+from broker.worker import ChainLeader, Worker
+from schemas.errors import ConfigError
 from tests.redis.collect import Collector
 from tests.support.fake_chain import CHAIN, FakeChain
 from tests.support.waiting import eventually
@@ -246,3 +248,30 @@ async def test_a_leader_whose_lease_moved_cannot_publish(
             nursery.cancel_scope.cancel()
     assert setup.heads() == [0, 1, 2, 3, 4]
     assert_canonical_stream(setup.events)
+
+
+class _Counting(FakeChain):
+    """A fake chain counting its starts and closes; ``fails``: its start raises."""
+
+    def __init__(self, chain: str, *, fails: bool = False) -> None:
+        super().__init__(chain)
+        self.fails = fails
+        self.starts = 0
+        self.closes = 0
+
+    async def start(self) -> None:
+        self.starts += 1
+        if self.fails:
+            raise ConfigError("upstream on the wrong chain")
+
+    async def aclose(self) -> None:
+        self.closes += 1
+
+
+async def test_an_adapter_failing_to_start_closes_those_started_before_it() -> None:
+    first, broken, never = _Counting(CHAIN), _Counting("eip155:2", fails=True), _Counting("eip155:3")
+    networks = [Network(f"n{i}", a.chain, a) for i, a in enumerate((first, broken, never))]
+    worker = Worker(networks, "redis://127.0.0.1:1/0", maxlen=10)  # Redis is never reached
+    with pytest.raises(ConfigError, match="wrong chain"):
+        await worker.start_adapters()
+    assert [(a.starts, a.closes) for a in (first, broken, never)] == [(1, 1), (1, 0), (0, 0)]
