@@ -212,6 +212,7 @@ class Broker:
                 task_status.started(port)
                 await self._shutdown.wait()
                 accepting.cancel()
+                self.http_reactor.close_idle()  # idle keep-alive HTTP: closed, not waited for
                 for conn in self.connections:
                     handlers.start_soon(self.connections.drain, conn)
                 handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace

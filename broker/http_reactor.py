@@ -93,6 +93,7 @@ class HttpReactor:
     def __init__(self) -> None:
         self._epoll = select.epoll()
         self._parked: dict[int, Parked] = {}
+        self._closing = False
 
     def __len__(self) -> int:
         return len(self._parked)
@@ -122,8 +123,27 @@ class HttpReactor:
                 self.hand_back(found, Handback(error=trio.ClosedResourceError()))
             epoll.close()
 
+    def close_idle(self) -> None:
+        """The graceful stop: answer the requests that have already arrived on parked
+        connections (as :meth:`serve` would), then let every connection still idle go (handed back
+        closed), and from now on close a connection instead of parking it: a client reconnects
+        elsewhere at once instead of waiting for the idle deadline, and no request it sent is
+        dropped unanswered. Connections with a request under way finish it first."""
+        self._closing = True
+        now = trio.current_time()
+        for fd, _ in self._epoll.poll(0):
+            found = self._parked.get(fd)
+            if found is not None:
+                self._serve_one(found, now)
+        for found in list(self._parked.values()):
+            self.hand_back(found, Handback(error=trio.ClosedResourceError()))
+
     async def park(self, parked: Parked) -> Handback:
-        """Leave ``parked`` to the reactor until it hands the connection back."""
+        """Leave ``parked`` to the reactor until it hands the connection back (at once, closed,
+        once :meth:`close_idle` was called)."""
+        if self._closing:
+            await trio.lowlevel.checkpoint()
+            return Handback(error=trio.ClosedResourceError())
         fd = parked.fd
         self._epoll.register(fd, select.EPOLLIN)
         self._parked[fd] = parked

@@ -9,7 +9,7 @@ import trio
 
 from adapters.base import NetworkSpec
 from broker.compose import ServeOptions, build_broker, build_network, open_broker
-from broker.config import Config, ConfigError
+from broker.config import Config, ConfigError, ServerConfig
 from tests.support.rawws import RawWebSocket
 
 
@@ -69,3 +69,25 @@ def test_a_plug_in_refusing_its_options_is_a_configuration_error_naming_the_netw
         ConfigError, match=r"^networks.ledger \(example-ledger adapter\): .*genisis"
     ):
         build_network(spec)
+
+
+async def test_leaving_open_broker_closes_idle_keep_alive_http_at_once() -> None:
+    # An hour of grace: a stop that waited for idle keep-alive connections would not end in time.
+    config = Config(server=ServerConfig(shutdown_grace=3600))
+    body = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}'
+    request = (
+        b"POST /v3/dev HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    with trio.fail_after(60):
+        async with open_broker(config, port=0) as broker:
+            assert broker.port is not None
+            idle = await trio.open_tcp_stream("127.0.0.1", broker.port)
+            await idle.send_all(request)
+            reply = b""
+            while b"0x539" not in reply:
+                reply += await idle.receive_some(65536)
+            assert reply.startswith(b"HTTP/1.1 200 ")
+        # Left: the idle connection was closed, not waited for.
+        assert await idle.receive_some(65536) == b""
+        await idle.aclose()

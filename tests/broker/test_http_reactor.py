@@ -29,6 +29,7 @@ class Responder:
 
     def __init__(self) -> None:
         self.tasks: list[trio.lowlevel.Task] = []
+        self.gate = trio.Event()  # what ``gated:<text>`` waits for
 
     def __call__(self, request: HttpRequest) -> bytes | Awaitable[bytes]:
         self.tasks.append(trio.lowlevel.current_task())
@@ -39,7 +40,13 @@ class Responder:
             return b"x" * int(text)
         if kind == b"boom":
             raise RuntimeError("the responder failed")
+        if kind == b"gated":
+            return self._gated(text)
         return self._later(text)
+
+    async def _gated(self, text: bytes) -> bytes:
+        await self.gate.wait()
+        return text
 
     async def _later(self, text: bytes) -> bytes:
         await trio.lowlevel.checkpoint()
@@ -268,3 +275,36 @@ async def test_parked_connections_are_let_go_when_the_reactor_stops(
             assert await sock.recv(1) == b""
             sock.close()
         nursery.cancel_scope.cancel()
+
+
+async def test_close_idle_answers_what_has_arrived_then_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with serving(Responder()) as (served, sock, _):
+        buffer = await park_after_one(sock)
+        # A request has reached the socket but the reactor has not looked yet: answered first.
+        await sock.send(post(b"sync:two"))
+        served.reactor.close_idle()
+        assert await read_reply(sock, buffer) == b"two"
+        assert await sock.recv(1) == b""  # then closed, long before the idle deadline
+        assert trio.current_time() < IDLE_TIMEOUT
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(served.reactor) == 0
+        assert served.outcomes == [None]
+
+
+async def test_after_close_idle_a_call_under_way_is_answered_then_the_connection_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    responder = Responder()
+    async with serving(responder) as (served, sock, _):
+        buffer = await park_after_one(sock)
+        await sock.send(post(b"gated:later"))
+        await trio.testing.wait_all_tasks_blocked()  # handed back: its task awaits the answer
+        assert len(served.reactor) == 0
+        served.reactor.close_idle()
+        responder.gate.set()
+        assert await read_reply(sock, buffer) == b"later"
+        assert await sock.recv(1) == b""  # it would have parked again: closed instead
+        assert trio.current_time() < IDLE_TIMEOUT
+        assert served.outcomes == [None]
