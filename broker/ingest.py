@@ -11,8 +11,8 @@ import trio
 
 from adapters.evm.blocks import ChainBlock
 from adapters.evm.chain_adapter import BlockSource
+from adapters.evm.heads import Advanced, HeadTracker, NeedParent, NeedRange
 from broker.bus import EventBus
-from broker.heads import Advanced, HeadTracker, NeedParent, NeedRange
 from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
-from adapters.evm.blocks import ChainBlock
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from adapters.evm.blocks import ChainBlock, ChainEvent, HeadEvent, LogsEvent
 
 DEFAULT_WINDOW: Final = 128
 #: Blocks fetched per catch-up batch, and the longest segment walked back by parent hash.

@@ -9,9 +9,7 @@ import pytest
 import trio
 
 from adapters.evm.blocks import ChainBlock, LogRecord
-from broker.bus import MemoryBus
-from broker.events import HeadEvent, LogsEvent
-from broker.heads import (
+from adapters.evm.heads import (
     DEFAULT_WINDOW,
     MAX_BACKFILL,
     MAX_CATCH_UP,
@@ -20,6 +18,8 @@ from broker.heads import (
     NeedParent,
     NeedRange,
 )
+from broker.bus import MemoryBus
+from broker.events import HeadEvent, LogsEvent
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from tests.support.fake_chain import FakeChain, make_block
