@@ -23,7 +23,7 @@ from typing import Any
 from bench import payloads, report
 from bench.http_wrk import run_http
 from bench.limiter import run_limiter
-from bench.procs import ROOT
+from bench.procs import ROOT, ChildError
 from bench.replay import run_replay
 from bench.resume import run_resume
 from bench.solana import run_solana
@@ -211,7 +211,10 @@ def main(argv: list[str] | None = None) -> None:
         results["resume"] = run_resume(settings, log)
     if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
         log("memory profile: an idle session connection, line by line")
-        results["memory_profile"] = memory_profile(settings, log)
+        try:
+            results["memory_profile"] = memory_profile(settings, log)
+        except ChildError as exc:  # the last part: the run's figures are still written
+            log(f"memory profile not taken: {exc}")
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["seconds"] = round(time.monotonic() - started, 1)
     if settings.profile:
