@@ -23,8 +23,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         counts = (fault["lost"], fault["duplicated"], fault["out_of_order"])
         found.append(
             {
-                "target": f"{fault['label']}: 0 blocks lost / duplicated / out of order, "
-                "every client recovered",
+                "target": f"{fault['label']}{_with_reorg(fault)}: 0 blocks lost / duplicated / "
+                "out of order, every client recovered",
                 "measured": f"{counts[0]} / {counts[1]} / {counts[2]} over {fault['runs']} runs "
                 f"x {fault['clients']} clients; not recovered {fault['not_recovered']}",
                 "met": counts == (0, 0, 0) and fault["not_recovered"] == 0 and fault["runs"] > 0,
@@ -218,16 +218,26 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
+def _with_reorg(fault: dict[str, Any]) -> str:
+    """How the fault's label reads in the targets: with a reorg or not (older runs had none)."""
+    reorg = fault.get("reorg")
+    if reorg is None or fault["name"] == "reorg_5_deep":
+        return ""
+    return ", with a reorg 5 blocks deep"
+
+
 def _fault_table(faults: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| fault | runs x clients | lost | duplicated | out of order | recover p50 / p99 (s) "
-        "| not recovered | client errors | reconnects | heads replaced by a reorg |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| fault | with a reorg 5 deep, reverted | runs x clients | lost | duplicated "
+        "| out of order | recover p50 / p99 (s) | not recovered | client errors | reconnects "
+        "| heads replaced by a reorg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in faults:
         kinds = f", {', '.join(f['client_error_kinds'])}" if f["client_error_kinds"] else ""
         lines.append(
-            f"| {f['label']} | {f['runs']} x {f['clients']} | {f['lost']} | {f['duplicated']} | "
+            f"| {f['label']} | {f.get('reorg', 'no reorg')} | {f['runs']} x {f['clients']} | "
+            f"{f['lost']} | {f['duplicated']} | "
             f"{f['out_of_order']} | {_fmt(f['recover_p50_s'])} / {_fmt(f['recover_p99_s'])} | "
             f"{f['not_recovered']} | {f['client_errors']}{kinds} | {f['reconnects']} | "
             f"{f.get('replaced_by_reorg', 0)} |"
@@ -269,11 +279,14 @@ def write(results: dict[str, Any], out: Path) -> None:
             "## Faults",
             "",
             "Each fault is injected at a random moment, repeated; clients split over both web "
-            "processes. Blocks are judged against the upstream's chain after each run: *lost* is a "
+            "processes. Each comes with a reorg 5 blocks deep: `evm_snapshot` on the upstream, "
+            "five blocks mined, the fault, and `evm_revert` while the fault is in effect or as it "
+            "ends (the column says when), so the next blocks replace those five; the reorg also "
+            "runs alone. Blocks are judged against the upstream's chain after each run: *lost* is a "
             "block of the final chain between the last head a client had before the fault and the "
             "highest it has after that never arrived; *duplicated* the same block hash twice; *out "
             "of order* a head whose parent the client never saw at a height not above the previous "
-            "one. *Recover*: from the end of the fault (the kill; the restart done; SIGCONT) until "
+            "one. *Recover*: from the end of the fault and its reorg (the `evm_revert`) until "
             "the client receives a head at least as high as the upstream's head at that moment "
             "(blocks come every "
             f"{results.get('settings', {}).get('fault_block_time')} s, which bounds it from "
