@@ -154,7 +154,10 @@ _UPSTREAM_RESTART_NOTE = [
     "The upstream node keeps its dev chain in a state dir (`scopecast serve --state-dir`): killed "
     "with `kill -9` and started again, it goes on from the head it had committed, with the same "
     "hashes, as a real node restarts with its chain (without it, each start was a new chain from "
-    "a new genesis, which the broker rightly does not follow backwards).",
+    "a new genesis, which the broker rightly does not follow backwards). Its reorg cannot rewind "
+    "blocks from before the kill (`evm_snapshot` ids live in the node's memory): the restarted "
+    "node mines five blocks, which are then reverted, so its recovery is timed from that revert "
+    "(2.5 s after the restart); the blocks across the restart are judged all the same.",
 ]
 
 
@@ -188,9 +191,10 @@ _ABOUT = [
     "",
     "- The quick mode is smaller than the issue's figures (60 clients per fault and 2 runs, 600 "
     "soak connections for 1.25 minutes sampled every 5 s, 2,000 overload connections, 3,000 fuzz "
-    "inputs): its growth figures span a short run. It is sized for the 5 minutes asked, but the "
-    "shared machine decides: with other work at a load average of 8 to 12 on its 2 cores, a "
-    "quick run took 417 s (the faults alone twice as long as on a calmer moment). Only a full run "
+    "inputs): its growth figures span a short run. It is sized for the 5 minutes asked: with "
+    "every fault run with its reorg, a quick run took 247 s from a load average of 1.5 (3.7 at "
+    "its end, its own load included); the shared machine decides, and with other work at a load "
+    "average of 8 to 12 on its 2 cores an earlier quick run took 417 s. Only a full run "
     "(`make soak`) gives the issue's sizes.",
     "- The soak's clients and HTTP load run in one trio process (the harness); on a busy "
     "machine it sends fewer HTTP requests than asked (the rate achieved is reported). The fuzzer "
@@ -230,7 +234,7 @@ def _fault_table(faults: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| fault | with a reorg 5 deep, reverted | runs x clients | lost | duplicated "
         "| out of order | recover p50 / p99 (s) | not recovered | client errors | reconnects "
-        "| heads replaced by a reorg |",
+        "| reorgs seen (clients x runs) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in faults:
@@ -290,10 +294,16 @@ def write(results: dict[str, Any], out: Path) -> None:
             "the client receives a head at least as high as the upstream's head at that moment "
             "(blocks come every "
             f"{results.get('settings', {}).get('fault_block_time')} s, which bounds it from "
-            "below). *Client errors*: resumes that were not complete, error replies, unexpected "
+            "below). *Reorgs seen*: a client receiving the new branch's first head, at a height it "
+            "already had, on a parent it had (one per client per run when every client follows "
+            "the reorg). *Client errors*: resumes that were not complete, error replies, unexpected "
             "close codes. Failed connect attempts (to a process that is down) are not errors.",
             "",
             *_fault_table(faults),
+            "",
+            f"These rows: {faults[0].get('date')} to {faults[-1].get('date')}, load average "
+            f"{faults[0].get('machine', {}).get('load_average_at_start')} at the start of their "
+            "run.",
         ]
         if any(f["name"] == "restart_upstream" for f in faults):
             lines += ["", *_UPSTREAM_RESTART_NOTE]
