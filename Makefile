@@ -41,7 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # Reliability in figures (docs/reliability/): faults, a soak, overload and hostile input against real
-# processes. Not part of `make test`: a full run takes under 45 minutes, SOAK_QUICK=1 about 5-7.
+# processes. Not part of `make test`: a full run takes under 45 minutes, SOAK_QUICK=1 about 4 (busy: 7).
 soak: $(STAMP)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }

@@ -136,14 +136,17 @@ class Deployment:
     async def redis_command(self, *args: str) -> bytes:
         return await redis_command(self.redis.port, *args)
 
-    async def restart_redis(self) -> None:
-        """``SHUTDOWN NOSAVE``, then the same server started again on the same port."""
+    async def stop_redis(self) -> None:
+        """``SHUTDOWN NOSAVE``: the server exits, its data gone."""
         process = self.redis.process
         assert process is not None
         with suppress(OSError):  # it may close the connection without a reply
             await self.redis_command("SHUTDOWN", "NOSAVE")
         await trio.to_thread.run_sync(process.wait)
         self.redis.process = None
+
+    async def start_redis(self) -> None:
+        """The same server started again on the same port (after :meth:`stop_redis`)."""
         await trio.to_thread.run_sync(self.redis.start)
 
     def freeze(self, pid: int) -> None:

@@ -1,13 +1,16 @@
 """Faults, each repeated at random moments while session clients count every block.
 
 One deployment serves every fault; each fault gets clients of its own (half on each web process).
+Every fault comes with a reorg 5 blocks deep (``evm_snapshot``, five blocks, ``evm_revert``)
+reverted while the fault is in effect or as it ends; the reorg also runs alone.
+
 A run: a random pause, the fault (and its undoing: a restart, SIGCONT), then the wait until every
 client holds a head at least as high as the upstream's head when the fault ended; then the
 upstream's chain is read and each client's heads since the run began are judged
 (:func:`soak.clients.judge`), and what the fault broke is put back (a killed web process or worker
 is started again) so the next run starts from a whole deployment.
 
-Time to recover: from the end of the fault (the kill; the restart done; SIGCONT) until the client
+Time to recover: from the end of the fault and its reorg (the ``evm_revert``) until the client
 receives a head at least as high as the upstream's head at that moment.
 """
 
@@ -30,11 +33,34 @@ Inject = Callable[[Deployment, Settings], Awaitable[Callable[[], Awaitable[None]
 """Breaks something and undoes it when the fault is over; returns what puts the deployment back
 together after the run (or None)."""
 
+Revert = Callable[[], Awaitable[None]]
+"""Ends the reorg under way: the upstream drops its last five blocks and mines a new branch."""
+
+
+async def _reorg_begun(d: Deployment) -> Revert:
+    """``evm_snapshot``, then five more blocks; the returned call reverts to the snapshot, so the
+    next blocks replace those five (a reorg 5 blocks deep)."""
+    snapshot = await d.node.result("evm_snapshot")
+    start = await d.head()
+    while await d.head() < start + 5:  # noqa: ASYNC110 - the node has no event to wait on
+        await trio.sleep(0.1)
+
+    async def revert() -> None:
+        assert await d.node.result("evm_revert", [snapshot]) is True
+
+    return revert
+
+
+# Each fault but the reorg alone comes with a reorg 5 blocks deep: the five blocks are mined
+# before the fault, and the revert lands while the fault is in effect or as it ends.
+
 
 async def kill_leading_worker(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
+    revert = await _reorg_begun(d)
     leader = await d.leader()
     await leader.kill()
     d.workers.remove(leader)
+    await revert()  # before the standby has taken the lead
 
     async def repair() -> None:
         await d.add_worker()  # a new standby
@@ -43,53 +69,50 @@ async def kill_leading_worker(d: Deployment, s: Settings) -> Callable[[], Awaita
 
 
 async def kill_web(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
+    revert = await _reorg_begun(d)
     web = max(d.webs, key=lambda w: fd_count(w.pid) if w.pid else 0)  # the one with more clients
     await web.kill()
+    await revert()  # while its clients resume on the other one
     return web.start  # on the same port
 
 
 async def restart_redis(d: Deployment, s: Settings) -> None:
-    await d.restart_redis()
+    revert = await _reorg_begun(d)
+    await d.stop_redis()
+    await revert()  # while Redis is down
+    await d.start_redis()
 
 
 async def kill_redis_connections(d: Deployment, s: Settings) -> None:
+    revert = await _reorg_begun(d)
     await d.redis_command("CLIENT", "KILL", "TYPE", "normal")
+    await revert()  # as the broker reconnects
 
 
 async def restart_upstream(d: Deployment, s: Settings) -> None:
     await d.node.kill()
     await d.node.start()  # the same port and state dir: the same chain, from its last head
+    # evm_snapshot ids do not outlive the node: the reorg is of five blocks the restarted node
+    # mines, reverted as soon as they are there (while the broker may still be catching up).
+    revert = await _reorg_begun(d)
+    await revert()
 
 
 async def freeze_upstream(d: Deployment, s: Settings) -> None:
+    revert = await _reorg_begun(d)
     assert d.node.pid is not None
     d.freeze(d.node.pid)
     try:
         await trio.sleep(s.freeze_seconds)
     finally:
         d.thaw(d.node.pid)
+    await revert()  # right after SIGCONT, before the broker has caught up with the node
 
 
 async def reorg_5_deep(d: Deployment, s: Settings) -> None:
-    """``evm_snapshot``, five more blocks, ``evm_revert``: the next blocks replace those five."""
-    await _reorg(d, None)
-
-
-async def _reorg(d: Deployment, during: Inject | None) -> Callable[[], Awaitable[None]] | None:
-    snapshot = await d.node.result("evm_snapshot")
-    start = await d.head()
-    while await d.head() < start + 5:  # noqa: ASYNC110 - the node has no event to wait on
-        await trio.sleep(0.1)
-    repair = await during(d, Settings(quick=True)) if during is not None else None
-    assert await d.node.result("evm_revert", [snapshot]) is True
-    return repair
-
-
-async def reorg_while_web_killed(
-    d: Deployment, s: Settings
-) -> Callable[[], Awaitable[None]] | None:
-    """The 5-deep reorg at the moment a web process is killed: its clients resume across it."""
-    return await _reorg(d, kill_web)
+    """The reorg alone, with no other fault."""
+    revert = await _reorg_begun(d)
+    await revert()
 
 
 @dataclass
@@ -97,25 +120,53 @@ class Fault:
     name: str
     label: str
     inject: Inject
+    reorg: str
+    """When the reorg 5 blocks deep that comes with the fault is reverted (for the report)."""
 
 
 FAULTS = [
-    Fault("kill_leading_worker", "kill -9 of the leading worker", kill_leading_worker),
-    Fault("kill_web", "kill -9 of a web process", kill_web),
-    Fault("restart_redis", "Redis SHUTDOWN NOSAVE, started again", restart_redis),
-    Fault("kill_redis_connections", "Redis CLIENT KILL TYPE normal", kill_redis_connections),
-    Fault("freeze_upstream", "upstream node SIGSTOP, then SIGCONT", freeze_upstream),
-    Fault("reorg_5_deep", "a reorg 5 blocks deep (evm_snapshot/evm_revert)", reorg_5_deep),
     Fault(
-        "reorg_while_web_killed",
-        "a reorg 5 blocks deep as a web process is killed",
-        reorg_while_web_killed,
+        "kill_leading_worker",
+        "kill -9 of the leading worker",
+        kill_leading_worker,
+        "at once after the kill, before the standby leads",
+    ),
+    Fault(
+        "kill_web",
+        "kill -9 of a web process",
+        kill_web,
+        "at once after the kill, while its clients resume on the other",
+    ),
+    Fault(
+        "restart_redis",
+        "Redis SHUTDOWN NOSAVE, started again",
+        restart_redis,
+        "while Redis is down",
+    ),
+    Fault(
+        "kill_redis_connections",
+        "Redis CLIENT KILL TYPE normal",
+        kill_redis_connections,
+        "at once after the CLIENT KILL",
+    ),
+    Fault(
+        "freeze_upstream",
+        "upstream node SIGSTOP, then SIGCONT",
+        freeze_upstream,
+        "at once after SIGCONT (the five blocks mined before SIGSTOP)",
     ),
     # The node keeps its chain in a state dir (--state-dir): it comes back with the same chain.
     Fault(
         "restart_upstream",
         "upstream node kill -9, started again (its chain kept in --state-dir)",
         restart_upstream,
+        "five blocks after the restart (snapshot ids do not outlive the node)",
+    ),
+    Fault(
+        "reorg_5_deep",
+        "a reorg 5 blocks deep alone (evm_snapshot/evm_revert)",
+        reorg_5_deep,
+        "the fault itself",
     ),
 ]
 
@@ -191,6 +242,7 @@ async def run_fault(
     return {
         "name": fault.name,
         "label": fault.label,
+        "reorg": fault.reorg,
         "runs": s.fault_runs - len(failures),
         "clients": len(clients),
         **totals,
