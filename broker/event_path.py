@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from adapters.evm.chain_adapter import BlockSource
+from adapters.evm.filters import FilterRegistry
 from broker.bus import EventBus, MemoryLog, Position
 from broker.events import ChainEvent, FamilyEvent, HeadEvent
-from broker.filters import FilterRegistry
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from broker.networks import Networks

@@ -16,7 +16,7 @@ from broker.dispatch import CallContext, Dispatcher
 from schemas.errors import MethodNotFound, SubscriptionsNeedWebSocket
 
 if TYPE_CHECKING:
-    from broker.filters import FilterRegistry
+    from adapters.evm.filters import FilterRegistry
     from broker.subscriptions import SubscriptionHub
 
 

@@ -182,7 +182,7 @@ _FINDINGS = [
     "filter copied every matching event into a buffer of its own until it expired after 15 "
     "minutes (4 MB for 400 filters over 100 blocks of 3 logs), so memory grew with filters times "
     "blocks through the whole soak. Filters now share one journal of events, each keeping only "
-    "its place in it (`broker/filters.py`, with a test measuring the memory with tracemalloc).",
+    "its place in it (`adapters/evm/filters.py`, with a test measuring the memory with tracemalloc).",
     "- *A reorg during each fault* (the issue asks for one; before, only alone and with a web "
     "process kill): every fault now comes with one, and the faults were measured again in full "
     "mode: 0 lost / duplicated / out of order, every client saw every reorg; no server change "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from adapters.evm.filters import FilterRegistry
 from broker import stream_methods
 from broker.app import Broker
 from broker.bus import EventBus, MemoryBus
@@ -15,7 +16,7 @@ from broker.core import Core
 from broker.discover import DiscoverMethod
 from broker.dispatch import Dispatcher
 from broker.event_path import EventPath, chain_families
-from broker.filters import FilterRegistry, adapters_get_logs
+from broker.filters import adapters_get_logs
 from broker.limits import Limits
 from broker.metrics import Metrics
 from broker.networks import Networks

@@ -17,9 +17,9 @@ from adapters.base import NetworkSpec
 from adapters.devchain import DevChainAdapter, methods
 from adapters.devchain.methods import ReadMethods
 from adapters.devchain.txpool import TxPool
+from adapters.evm.filters import FILTER_TIMEOUT, FilterRegistry
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
-from broker.filters import FILTER_TIMEOUT, FilterRegistry
 from schemas.errors import LimitExceeded, ServerError
 from tests.adapters.devchain.conftest import Rpc, Wallet
 from tests.adapters.devchain.test_logs import SPAM_TOPIC, deploy, spammer

@@ -1,4 +1,4 @@
-"""Polled filters' params (``broker.filters``): decoded by the Structs of ``schemas.filters``, the
+"""Polled filters' params (``adapters.evm.filters``): decoded by the Structs of ``schemas.filters``, the
 filter object read as geth reads it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from adapters.evm.filters import MAX_BUFFERED, FilterRegistry, FilterStatistics
 from broker.events import ChainEvent, HeadEvent, LogsEvent
-from broker.filters import MAX_BUFFERED, FilterRegistry, FilterStatistics
 from schemas.errors import InvalidParams, LimitExceeded, ServerError
 from tests.support.fake_chain import make_block
 
