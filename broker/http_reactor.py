@@ -108,12 +108,7 @@ class HttpReactor:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 events = epoll.poll(0, BATCH)
                 while events:
-                    now = trio.current_time()
-                    parked = self._parked
-                    for fd, _ in events:
-                        found = parked.get(fd)
-                        if found is not None:
-                            self._serve_one(found, now)
+                    self._serve_ready(events)
                     # Other tasks first; by then the next requests have most often arrived, and
                     # taking them at once costs less than waiting for them through trio's epoll.
                     await trio.lowlevel.checkpoint()
@@ -130,11 +125,7 @@ class HttpReactor:
         elsewhere at once instead of waiting for the idle deadline, and no request it sent is
         dropped unanswered. Connections with a request under way finish it first."""
         self._closing = True
-        now = trio.current_time()
-        for fd, _ in self._epoll.poll(0):
-            found = self._parked.get(fd)
-            if found is not None:
-                self._serve_one(found, now)
+        self._serve_ready(self._epoll.poll(0))
         for found in list(self._parked.values()):
             self.hand_back(found, Handback(error=trio.ClosedResourceError()))
 
@@ -171,6 +162,15 @@ class HttpReactor:
         if self._parked.get(parked.fd) is parked:
             del self._parked[parked.fd]
             self._epoll.unregister(parked.fd)
+
+    def _serve_ready(self, events: list[tuple[int, int]]) -> None:
+        """Serve the parked connections ``events`` (from the epoll set) says are readable."""
+        now = trio.current_time()
+        parked = self._parked
+        for fd, _ in events:
+            found = parked.get(fd)
+            if found is not None:
+                self._serve_one(found, now)
 
     def _serve_one(self, parked: Parked, now: float) -> None:
         fd = parked.fd
