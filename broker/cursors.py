@@ -26,6 +26,8 @@ CHANGES: Final = "changes"
 """The feed name of the session changes log (chain feeds are named by their CAIP-2 id)."""
 
 MAX_FEEDS: Final = 32
+#: Distinct lists of feeds shared as one tuple each (:meth:`FeedPositions.key`).
+MAX_FEED_KEYS: Final = 4096
 #: Entries a process keeps of what it delivered last on each log (see :class:`FeedPositions`).
 RECENT_ENTRIES: Final = 1024
 _TOKEN: Final = re.compile(r"\A[0-9a-f]{24}\Z")
@@ -66,7 +68,15 @@ class FeedPositions:
     The recent entries let a resume fill the last stretch of its gap without awaiting a read, so
     live delivery takes over exactly where the replay stops however fast entries arrive."""
 
-    __slots__ = ("_joined", "_joined_version", "_positions", "_recent", "recent_limit", "version")
+    __slots__ = (
+        "_joined",
+        "_joined_version",
+        "_keys",
+        "_positions",
+        "_recent",
+        "recent_limit",
+        "version",
+    )
 
     def __init__(self, *, recent: int = RECENT_ENTRIES) -> None:
         self._positions: dict[str, str] = {}
@@ -75,6 +85,7 @@ class FeedPositions:
         self.version = 0
         self._joined: dict[tuple[str, ...], bytes] = {}
         self._joined_version = 0
+        self._keys: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def advance(self, feed: str, position: str, entry: FeedEntry | None = None) -> None:
         """``entry`` was delivered at ``position`` on ``feed`` (None: only the position is known,
@@ -94,6 +105,17 @@ class FeedPositions:
 
     def snapshot(self) -> dict[str, str]:
         return dict(self._positions)
+
+    def key(self, feeds: list[str]) -> tuple[str, ...]:
+        """``feeds`` as one tuple shared by every connection that follows the same feeds (so the
+        fan-out tells them apart by identity), up to :data:`MAX_FEED_KEYS` distinct ones."""
+        key = tuple(feeds)
+        found = self._keys.get(key)
+        if found is None:
+            if len(self._keys) >= MAX_FEED_KEYS:
+                return key
+            found = self._keys[key] = key
+        return found
 
     def joined(self, feeds: tuple[str, ...]) -> bytes | None:
         """The positions of ``feeds`` as a cursor spells them (``a.b.c``), built once per advance
@@ -140,7 +162,7 @@ class ResumeState:
     While a resume replays missed entries, ``pinned`` holds the replay's positions (they win over
     the live ones, which are ahead)."""
 
-    __slots__ = ("_feeds_key", "_live", "feeds", "pinned", "prefix", "since", "token")
+    __slots__ = ("_live", "feeds", "feeds_key", "pinned", "prefix", "since", "token")
 
     def __init__(
         self,
@@ -156,7 +178,7 @@ class ResumeState:
         self.feeds: list[str] = feeds if feeds is not None else []
         self.since: list[str] = since if since is not None else []
         self.pinned: dict[str, str] | None = None
-        self._feeds_key = tuple(self.feeds)
+        self.feeds_key = live.key(self.feeds)
 
     def follow(self, feed: str) -> bool:
         """Start following ``feed`` (from the live position); False when already followed."""
@@ -164,16 +186,20 @@ class ResumeState:
             return False
         self.feeds.append(feed)
         self.since.append(self._live.get(feed) or "0-0")
-        self._feeds_key = tuple(self.feeds)
+        self.feeds_key = self._live.key(self.feeds)
         return True
+
+    def shared_positions(self) -> bytes | None:
+        """The cursor's positions when they are those of every connection that follows the same
+        feeds (:attr:`feeds_key`): None while a replay pins them, or a feed has no position."""
+        return None if self.pinned is not None else self._live.joined(self.feeds_key)
 
     def positions(self) -> bytes:
         """The cursor's positions (after :attr:`prefix`): shared with every connection that
         follows the same feeds, unless a replay pins them."""
-        if self.pinned is None:
-            found = self._live.joined(self._feeds_key)
-            if found is not None:
-                return found
+        found = self.shared_positions()
+        if found is not None:
+            return found
         pinned = self.pinned or {}
         return ".".join(
             pinned.get(feed) or self._live.get(feed) or self.since[i]

@@ -53,6 +53,8 @@ class Peer(Protocol):
 
     def send_frame(self, frame: bytes) -> bool: ...
 
+    def frame_sender(self) -> Callable[[bytes], bool]: ...
+
 
 class Access(Protocol):
     """A key's rules and limits for one request or connection (:mod:`broker.access`)."""

@@ -117,6 +117,10 @@ class WebSocketConnection:
         """Send an already-built frame (fan-out builds one frame for many connections)."""
         return self.outbox.send(frame)
 
+    def frame_sender(self) -> Callable[[bytes], bool]:
+        """:meth:`send_frame` without the call between: the outbox's own."""
+        return self.outbox.send
+
     def heartbeat(self, now: float, pong_due: float) -> None:
         """Ping (the pong due by ``pong_due``), or close a peer whose last ping went unanswered
         by its deadline (4009)."""

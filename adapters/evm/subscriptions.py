@@ -10,7 +10,6 @@ events the broker's head tracking makes of an adapter's blocks (:mod:`adapters.e
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -93,19 +92,21 @@ def log_payload(log_json: bytes, removed: bool) -> bytes:
     return log_json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if removed else log_json
 
 
-_Bucket = dict[S, LogCriteria]
+_Bucket = dict[LogCriteria, dict[S, None]]
+"""Filters grouped by their criteria: a log is checked once per distinct filter, however many
+subscriptions share it (as dapps watching one token do)."""
 
 
 class EvmIndex(SubscriptionIndex[S]):
     """The EVM subscriptions of one chain, indexed for matching: heads, and log filters by
-    address, else by first topic, else in a short list of catch-alls."""
+    address, else by first topic, else in a short list of catch-alls, each grouped by criteria."""
 
     __slots__ = ("by_address", "by_topic0", "catch_all", "heads")
 
     def __init__(self) -> None:
         self.heads: dict[S, None] = {}
-        self.by_address: defaultdict[str, _Bucket[S]] = defaultdict(dict)
-        self.by_topic0: defaultdict[str, _Bucket[S]] = defaultdict(dict)
+        self.by_address: dict[str, _Bucket[S]] = {}
+        self.by_topic0: dict[str, _Bucket[S]] = {}
         self.catch_all: _Bucket[S] = {}
 
     def add(self, sub: S, matcher: EventMatcher) -> None:
@@ -113,36 +114,37 @@ class EvmIndex(SubscriptionIndex[S]):
         criteria = matcher.criteria
         if criteria is None:
             self.heads[sub] = None
-        elif criteria.addresses:
-            for address in criteria.addresses:
-                self.by_address[address][sub] = criteria
-        elif criteria.topics and criteria.topics[0]:
-            for topic in criteria.topics[0]:
-                self.by_topic0[topic][sub] = criteria
-        else:
-            self.catch_all[sub] = criteria
+            return
+        index, keys = self._place(criteria)
+        buckets = [self.catch_all] if index is None else [index.setdefault(k, {}) for k in keys]
+        for bucket in buckets:
+            bucket.setdefault(criteria, {})[sub] = None
 
     def remove(self, sub: S, matcher: EventMatcher) -> None:
         assert isinstance(matcher, EvmMatcher)
         criteria = matcher.criteria
         if criteria is None:
             self.heads.pop(sub, None)
-        elif criteria.addresses:
-            for address in criteria.addresses:
-                self._discard(self.by_address, address, sub)
-        elif criteria.topics and criteria.topics[0]:
-            for topic in criteria.topics[0]:
-                self._discard(self.by_topic0, topic, sub)
-        else:
-            self.catch_all.pop(sub, None)
+            return
+        index, keys = self._place(criteria)
+        if index is None:
+            _leave(self.catch_all, criteria, sub)
+            return
+        for key in keys:
+            bucket = index.get(key)
+            if bucket is not None:
+                _leave(bucket, criteria, sub)
+                if not bucket:
+                    del index[key]
 
-    @staticmethod
-    def _discard(index: defaultdict[str, _Bucket[S]], key: str, sub: S) -> None:
-        bucket = index.get(key)
-        if bucket is not None:
-            bucket.pop(sub, None)
-            if not bucket:
-                del index[key]
+    def _place(self, criteria: LogCriteria) -> tuple[dict[str, _Bucket[S]] | None, Iterable[str]]:
+        """Where a filter is kept: under each of its addresses, else under each alternative of
+        its first topic, else (None) among the catch-alls."""
+        if criteria.addresses:
+            return self.by_address, criteria.addresses
+        if criteria.topics and criteria.topics[0]:
+            return self.by_topic0, criteria.topics[0]
+        return None, ()
 
     def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
         """A head's subscribers and its header; or, for each log of a block that some indexed
@@ -155,16 +157,28 @@ class EvmIndex(SubscriptionIndex[S]):
             return
         for log in event.block.logs:
             address, topics = log.address, log.topics
-            matching = [s for s, c in self.catch_all.items() if c.matches(address, topics)]
+            groups = [g for c, g in self.catch_all.items() if c.matches(address, topics)]
             bucket = self.by_address.get(address)
             if bucket:
-                matching.extend([s for s, c in bucket.items() if c.matches(address, topics)])
+                groups.extend([g for c, g in bucket.items() if c.matches(address, topics)])
             if topics:
                 bucket = self.by_topic0.get(topics[0])
                 if bucket:
-                    matching.extend([s for s, c in bucket.items() if c.matches(address, topics)])
-            if matching:
-                yield matching, log_payload(log.json, event.removed)
+                    groups.extend([g for c, g in bucket.items() if c.matches(address, topics)])
+            if not groups:
+                continue
+            # A subscription is in one bucket only, and a log has one address and first topic:
+            # no subscription is in two groups.
+            matching = groups[0] if len(groups) == 1 else [s for g in groups for s in g]
+            yield matching, log_payload(log.json, event.removed)
+
+
+def _leave(bucket: _Bucket[S], criteria: LogCriteria, sub: S) -> None:
+    group = bucket.get(criteria)
+    if group is not None:
+        group.pop(sub, None)
+        if not group:
+            del bucket[criteria]
 
 
 class EvmSubscriptions(SubscriptionFamily):

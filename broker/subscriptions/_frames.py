@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from broker import frames
-from broker.subscriptions._model import Subscriber, Subscription
+from broker.subscriptions._model import Subscription
 
 _RESULT: Final = b',"result":'
 
@@ -60,7 +60,7 @@ HEX_ID_LENGTH: Final = 36
 
 def notification_frames(
     subs: Iterable[Subscription], payload: bytes, notification: bytes, id_length: int | None
-) -> Iterator[tuple[Subscriber, bytes]]:
+) -> Iterator[tuple[Subscription, bytes]]:
     """Each subscription's ``notification`` frame for ``payload``: one concatenation each (the
     frames are split around the id once per form: direct or per session scope, and per id length
     unless every id is ``id_length`` long, as hex ids are)."""
@@ -68,7 +68,9 @@ def notification_frames(
     sessions: dict[str, _Framing] = {}
     others: dict[tuple[str | None, int], _Framing] = {}
     cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
-    last_positions: bytes | None = None
+    # The shared parts of the subscriber before: most subscribers share them with the one before
+    # (same form, same feeds, not replaying), which is checked by identity, before any dict.
+    last_feeds: tuple[str, ...] | None = None
     last_framing: _Framing | None = None
     last_size = -1
     last_shared: tuple[bytes, bytes, bytes] = (b"", b"", b"")
@@ -100,15 +102,24 @@ def notification_frames(
             framing = found
         state = sub.resume
         if state is None:
-            yield sub.conn, framing.pre + sub.id_json + framing.post
+            yield sub, framing.pre + sub.id_json + framing.post
             continue
-        # With a cursor: the parts every subscriber shares are built once per event (and the
-        # subscriber before usually shares them: checked by identity, before the dict).
-        positions = state.positions()
+        # With a cursor (token and positions): the positions are shared by every connection that
+        # follows the same feeds, unless a replay pins them.
+        feeds = state.feeds_key
         size = len(sub.id_json) + len(state.prefix)
-        if positions is last_positions and framing is last_framing and size == last_size:
-            shared = last_shared
+        if (
+            feeds is last_feeds
+            and framing is last_framing
+            and size == last_size
+            and state.pinned is None
+        ):
+            head, mid, tail = last_shared
         else:
+            positions = state.shared_positions()
+            shareable = positions is not None
+            if positions is None:
+                positions = state.positions()
             key = (id(framing), positions, size)
             found_shared = cursored.get(key)
             if found_shared is None:
@@ -124,7 +135,7 @@ def notification_frames(
                     framing.mid,
                     positions + _CURSOR_END,
                 )
-            shared = last_shared = found_shared
-            last_positions, last_framing, last_size = positions, framing, size
-        head, mid, tail = shared
-        yield sub.conn, b"".join((head, sub.id_json, mid, state.prefix, tail))
+            head, mid, tail = last_shared = found_shared
+            last_feeds = feeds if shareable else None
+            last_framing, last_size = framing, size
+        yield sub, b"".join((head, sub.id_json, mid, state.prefix, tail))

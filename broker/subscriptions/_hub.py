@@ -209,8 +209,8 @@ class SubscriptionHub:
             first = next(iter(subs), None)
             if first is None:
                 continue
-            for conn, frame in self._frames(subs, first, payload):
-                if conn.send_frame(frame):
+            for sub, frame in self._frames(subs, first, payload):
+                if sub.send(frame):
                     sent += 1
             if first.matcher.one_shot:
                 for sub in list(subs):  # it ends with its one notification (signatureSubscribe)
@@ -245,7 +245,7 @@ class SubscriptionHub:
 
     def _frames(
         self, subs: Iterable[Subscription], first: Subscription, payload: bytes
-    ) -> Iterable[tuple[Subscriber, bytes]]:
+    ) -> Iterable[tuple[Subscription, bytes]]:
         id_length = None if self.families[first.chain].integer_ids else HEX_ID_LENGTH
         return notification_frames(subs, payload, first.notification, id_length)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -19,6 +20,10 @@ class Subscriber(Protocol):
     def state(self) -> dict[str, object]: ...
 
     def send_frame(self, frame: bytes) -> bool: ...
+
+    def frame_sender(self) -> Callable[[bytes], bool]:
+        """What :meth:`send_frame` calls (the fan-out calls it with no wrapper between)."""
+        ...
 
 
 class Subscription:
@@ -38,6 +43,7 @@ class Subscription:
         "params",
         "resume",
         "scope",
+        "send",
     )
 
     def __init__(
@@ -59,6 +65,8 @@ class Subscription:
         self.method = method
         self.notification = matcher.notification.encode()
         self.conn = conn
+        #: Sends one of this subscription's frames (its connection's outbox).
+        self.send = conn.frame_sender()
         self.chain = chain
         self.kind = kind
         self.scope = scope

@@ -77,6 +77,21 @@ def test_a_head_reaches_the_new_heads_subscriptions_only() -> None:
     assert EvmMatcher(NEW_HEADS).render(HeadEvent(CHAIN, block)) == block.header_json
 
 
+def test_subscriptions_sharing_a_filter_are_matched_as_one_group_and_leave_it_one_by_one() -> None:
+    index = _index(
+        first=["logs", {"address": A}],
+        second=["logs", {"address": A}],
+        narrower=["logs", {"address": A, "topics": [T2]}],
+    )
+    assert len(index.by_address[A]) == 2  # two distinct filters, not three subscriptions
+    event = LogsEvent(CHAIN, _block(_log(A, T1)), removed=False)
+    assert [sorted(subs) for subs, _ in index.matching(event)] == [["first", "second"]]
+    index.remove("first", parse_subscribe(["logs", {"address": A}]))
+    assert [sorted(subs) for subs, _ in index.matching(event)] == [["second"]]
+    event_t2 = LogsEvent(CHAIN, _block(_log(A, T2)), removed=False)
+    assert [sorted(subs) for subs, _ in index.matching(event_t2)] == [["narrower", "second"]]
+
+
 def test_removed_subscriptions_leave_no_buckets_behind() -> None:
     index = _index(
         by_a=["logs", {"address": [A, B]}], by_t1=["logs", {"topics": [[T1, T2]]}], every=["logs"]
