@@ -30,12 +30,14 @@ MAX_FEEDS: Final = 32
 MAX_FEED_KEYS: Final = 4096
 #: Entries a process keeps of what it delivered last on each log (see :class:`FeedPositions`).
 RECENT_ENTRIES: Final = 1024
+#: A resume token's length (hex digits): every connection's cursor starts the same length.
+TOKEN_LENGTH: Final = 24
 _TOKEN: Final = re.compile(r"\A[0-9a-f]{24}\Z")
 _POSITION: Final = re.compile(r"\A(?:m[0-9a-f]{1,16}-[0-9]{1,20}|[0-9]{1,20}-[0-9]{1,20})\Z")
 
 
 def new_token() -> str:
-    return secrets.token_hex(12)
+    return secrets.token_hex(TOKEN_LENGTH // 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,8 @@ class ResumeState:
         feeds: list[str] | None = None,
         since: list[str] | None = None,
     ) -> None:
+        if len(token) != TOKEN_LENGTH:  # the fan-out sizes frames by it
+            raise ValueError(f"a resume token is {TOKEN_LENGTH} hex digits, not {token!r}")
         self._live = live
         self.token = token
         #: ``<token>.``: what the cursor starts with.

@@ -72,7 +72,6 @@ def notification_frames(
     # (same form, same feeds, not replaying), which is checked by identity, before any dict.
     last_feeds: tuple[str, ...] | None = None
     last_framing: _Framing | None = None
-    last_size = -1
     last_shared: tuple[bytes, bytes, bytes] = (b"", b"", b"")
     for sub in list(subs):
         scope = sub.scope
@@ -106,16 +105,13 @@ def notification_frames(
             continue
         # With a cursor (token and positions): the positions are shared by every connection that
         # follows the same feeds, unless a replay pins them.
+        # A framing is of one id length, and every token is TOKEN_LENGTH long: the same framing
+        # and feeds make frames of the same length.
         feeds = state.feeds_key
-        size = len(sub.id_json) + len(state.prefix)
-        if (
-            feeds is last_feeds
-            and framing is last_framing
-            and size == last_size
-            and state.pinned is None
-        ):
+        if feeds is last_feeds and framing is last_framing and state.pinned is None:
             head, mid, tail = last_shared
         else:
+            size = len(sub.id_json) + len(state.prefix)
             positions = state.shared_positions()
             shareable = positions is not None
             if positions is None:
@@ -137,5 +133,5 @@ def notification_frames(
                 )
             head, mid, tail = last_shared = found_shared
             last_feeds = feeds if shareable else None
-            last_framing, last_size = framing, size
+            last_framing = framing
         yield sub, b"".join((head, sub.id_json, mid, state.prefix, tail))

@@ -7,9 +7,11 @@ import pytest
 
 from broker.bus import MemoryLog
 from broker.cursors import (
+    TOKEN_LENGTH,
     FeedPositions,
     ResumeState,
     format_cursor,
+    new_token,
     parse_cursor,
     position_order,
     with_cursor,
@@ -125,6 +127,12 @@ def test_a_cursor_follows_the_live_positions_unless_pinned() -> None:
     assert state.cursor() == f"{TOKEN}.1-0.5-3".encode()
     state.pinned = None
     assert state.cursor() == f"{TOKEN}.1-0.6-0".encode()
+
+
+def test_a_resume_token_is_always_of_one_length() -> None:
+    assert len(new_token()) == TOKEN_LENGTH
+    with pytest.raises(ValueError, match="24 hex digits"):
+        ResumeState(FeedPositions(), "ab" * 13)
 
 
 def test_a_cursor_goes_into_a_notifications_params() -> None:
