@@ -24,11 +24,19 @@ import shutil
 import statistics
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 from bench.procs import ROOT, Child, ChildError
-from bench.workloads import PYTHON, HttpClient, Settings, build_log_chain, start_scopecast
+from bench.workloads import (
+    PYTHON,
+    HttpClient,
+    Settings,
+    build_log_chain,
+    profiling,
+    start_scopecast,
+)
 
 NODE_PEER: Final = ROOT / "bench" / "peers" / "node" / "http_server.mjs"
 _UNITS: Final = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -159,13 +167,17 @@ def _median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _alternate(
-    settings: Settings, ours: tuple[str, int], theirs: tuple[str, int], script: Path
+    settings: Settings, ours: tuple[str, int], theirs: tuple[str, int], script: Path, name: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """wrk against ``ours`` and ``theirs`` (url, server pid) in turns, ``http_rounds`` times
-    each."""
+    each; in profile mode py-spy watches our first run (profiles/http-NAME.txt)."""
     mine, peer = [], []
-    for _ in range(settings.http_rounds):
-        mine.append(wrk(settings, ours[0], script, ours[1]))
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    for index in range(settings.http_rounds):
+        with profiling(
+            replace(settings, profile=settings.profile and index == 0), ours[1], f"http-{slug}"
+        ):
+            mine.append(wrk(settings, ours[0], script, ours[1]))
         peer.append(wrk(settings, theirs[0], script, theirs[1]))
     return _median_figures(mine), _median_figures(peer)
 
@@ -205,6 +217,7 @@ def run_http(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
                     (url, server.pid),
                     (f"http://127.0.0.1:{peer.port}/", peer.proc.pid),
                     script,
+                    name,
                 )
             finally:
                 peer.stop()
@@ -233,6 +246,7 @@ def run_http(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
             (f"http://127.0.0.1:{port}/v3/dev", constant.pid),
             (f"http://127.0.0.1:{peer.port}/", peer.proc.pid),
             script,
+            "constant reply",
         )
     finally:
         constant.stop()

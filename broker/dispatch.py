@@ -25,6 +25,7 @@ from schemas.jsonrpc import (
     Call,
     Item,
     Message,
+    batch_of_results,
     decode_call,
     decode_message,
     encoded_result_bytes,
@@ -190,7 +191,8 @@ class Dispatcher:
             message = decode_message(data)
         except RpcError:
             return self._handle_message(data, ctx)  # it answers the error
-        replies, methods = [], []
+        results: list[tuple[bytes, bytes | Raw]] = []
+        methods = []
         for item in message.items:
             if not isinstance(item, Call) or item.id is None or item.method in self._handlers:
                 return self._reply_message(message, ctx)
@@ -198,13 +200,14 @@ class Dispatcher:
             answer = self.cache.answer_now(key, epoch, count=False)
             if answer is None:
                 return self._reply_message(message, ctx)
-            replies.append(encoded_result_bytes(item.id, answer))
+            results.append((item.id, answer))
             methods.append(item.method)
-        self.cache.count_hits(len(replies))
-        each = (time.perf_counter() - started) / len(replies)
+        self.cache.count_hits(len(results))
+        reply = batch_of_results(results)
+        each = (time.perf_counter() - started) / len(results)
         for method in methods:
             self._metrics.observe_request(method, each, None)
-        return join_batch(replies)
+        return reply
 
     def _reply_now(
         self, call: Call, raw_id: bytes, adapter: ChainAdapter, chain: str

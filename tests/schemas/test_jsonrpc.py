@@ -2,6 +2,7 @@
 
 import json
 
+import msgspec
 import pytest
 
 from schemas.errors import InvalidParams, InvalidRequest, ParseError
@@ -9,7 +10,9 @@ from schemas.jsonrpc import (
     MAX_BATCH,
     BadCall,
     Call,
+    batch_of_results,
     decode_message,
+    encoded_result_bytes,
     error_bytes,
     join_batch,
     notification_bytes,
@@ -154,3 +157,15 @@ def test_encoded_replies_are_valid_json_rpc() -> None:
     note = json.loads(notification_bytes("wallet_notify", {"scope": "eip155:1"}))
     assert note == {"jsonrpc": "2.0", "method": "wallet_notify", "params": {"scope": "eip155:1"}}
     assert json.loads(join_batch([result_bytes(b"1", 1), result_bytes(b"2", 2)]))[1]["result"] == 2
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_a_batch_reply_is_its_members_in_order_whichever_way_it_is_built(count: int) -> None:
+    ids = [b"%d" % n for n in range(count)]
+    results = [msgspec.Raw(b'{"n":%d}' % n) if n % 2 else b'"0x%d"' % n for n in range(count)]
+    members = [encoded_result_bytes(i, r) for i, r in zip(ids, results, strict=True)]
+    joined = join_batch(members)
+    assert joined == b"[" + b",".join(members) + b"]"
+    assert batch_of_results(list(zip(ids, results, strict=True))) == joined
+    assert json.loads(joined) == [json.loads(m) for m in members]
+
