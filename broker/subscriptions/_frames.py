@@ -67,7 +67,7 @@ def notification_frames(
     direct: _Framing | None = None
     sessions: dict[str, _Framing] = {}
     others: dict[tuple[str | None, int], _Framing] = {}
-    cursored: dict[tuple[int, bytes, int], tuple[bytes, bytes, bytes]] = {}
+    cursored: dict[tuple[int, bytes], tuple[bytes, bytes, bytes]] = {}
     # The shared parts of the subscriber before: most subscribers share them with the one before
     # (same form, same feeds, not replaying), which is checked by identity, before any dict.
     last_feeds: tuple[str, ...] | None = None
@@ -104,21 +104,20 @@ def notification_frames(
             yield sub, framing.pre + sub.id_json + framing.post
             continue
         # With a cursor (token and positions): the positions are shared by every connection that
-        # follows the same feeds, unless a replay pins them.
-        # A framing is of one id length, and every token is TOKEN_LENGTH long: the same framing
-        # and feeds make frames of the same length.
+        # follows the same feeds, unless a replay pins them. A framing is of one id length and
+        # every token is TOKEN_LENGTH long, so framing and positions make the frame's length.
         feeds = state.feeds_key
         if feeds is last_feeds and framing is last_framing and state.pinned is None:
             head, mid, tail = last_shared
         else:
-            size = len(sub.id_json) + len(state.prefix)
             positions = state.shared_positions()
             shareable = positions is not None
             if positions is None:
                 positions = state.positions()
-            key = (id(framing), positions, size)
+            key = (id(framing), positions)
             found_shared = cursored.get(key)
             if found_shared is None:
+                size = len(sub.id_json) + len(state.prefix)
                 length = (
                     len(framing.pre_body)
                     + len(framing.mid)
