@@ -1,5 +1,6 @@
 // MetaMask's Solana wallet-standard wallet (`@metamask/solana-wallet-standard`), unmodified, over
-// MetaMask's multichain client on a WebSocket transport with `?client=metamask`, against a
+// MetaMask's multichain client on a WebSocket transport with `?client=metamask` (the one README's
+// dapp page uses, docs/metamask/websocket-transport.mjs), against a
 // scopecast whose Solana dev chain claims mainnet's genesis hash (the only cluster the wallet asks
 // for). The wallet is obtained as a dapp page obtains it: `registerSolanaWalletStandard` registers
 // it with the page's `window` (a stand-in EventTarget here) and the app side of the wallet-standard
@@ -36,7 +37,9 @@ import {
 import { getTransferSolInstruction } from '@solana-program/system';
 
 import { httpCall, runScript, until } from './report.mjs';
-import { getWebSocketTransport } from './ws_transport.mjs';
+import WebSocket from 'ws';
+
+import { getWebSocketTransport } from '../../docs/metamask/websocket-transport.mjs';
 
 const MAINNET = 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp';
 const HOST = 'dapp.example';
@@ -82,7 +85,11 @@ async function main(report, config) {
   window.addEventListener('wallet-standard:register-wallet', (event) => {
     event.detail({ register: (wallet) => (registered.push(wallet), () => {}) });
   });
-  const tab = (client) => getWebSocketTransport(`${config.ws}${client ? `?client=${client}` : ''}`, { origin: config.origin });
+  // The transport README's dapp page uses (the browser's WebSocket API), on `ws` with an Origin.
+  const tab = (client) =>
+    getWebSocketTransport(`${config.ws}${client ? `?client=${client}` : ''}`, {
+      createWebSocket: (url) => new WebSocket(url, { origin: config.origin }),
+    });
   const client = getMultichainClient({ transport: tab('metamask') });
 
   report.progress('registerSolanaWalletStandard with a stand-in window');
