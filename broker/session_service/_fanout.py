@@ -15,12 +15,14 @@ from broker.bus import Position
 from broker.cursors import CHANGES, with_cursor
 from broker.dispatch import CallContext
 from broker.session_changes import SessionChange, SessionChangeBus
-from broker.session_service._connected import ConnectedDapps
+from broker.session_service._connected import ConnectedDapps, identity_of
 from broker.sessions import (
     Identity,
     Session,
+    SessionStore,
     decode_session,
     encode_session,
+    is_expired,
     is_notification_granted,
 )
 from broker.sessions.dialects import changed_params
@@ -31,6 +33,7 @@ from schemas.jsonrpc import notification_bytes
 if TYPE_CHECKING:
     from broker.resume import ResumeKeeper
     from broker.subscriptions import SubscriptionHub
+    from broker.websocket import WebSocketConnection
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +50,10 @@ class ChangeFanOut:
         resume: ResumeKeeper | None,
         process_id: str,
         clock: WallClock,
+        store: SessionStore,
     ) -> None:
         self._dapps = dapps
+        self._store = store
         self._changes = changes
         self._hub = hub
         self._resume = resume
@@ -95,6 +100,22 @@ class ChangeFanOut:
                 accounts_changed=changed,
             )
         )
+
+    async def greet(self, conn: WebSocketConnection) -> None:
+        """Tell a new connection of the metamask profile its session's selected Solana account,
+        as the extension tells a page that loads (MetaMask's wallet-standard wallet waits for it
+        before restoring a session): when the session asked for it and permits one."""
+        identity = identity_of(conn)
+        try:
+            session = await self._store.get(identity)
+        except Exception:
+            log.exception("reading the session of %r to greet it failed", conn)
+            return
+        if session is None or is_expired(session, self._clock.now()):
+            return
+        selected = accounts_changed(None, session)
+        if selected is not None and selected.accounts and conn.open:
+            self._send(conn, notification_bytes("wallet_notify", selected.params()))
 
     def _send(self, conn: Any, message: bytes) -> None:
         resume = self._resume

@@ -112,6 +112,22 @@ async def test_the_metamask_profile_grants_answers_and_notifies_as_metamask() ->
             assert tab.notifications == other_tab.notifications == []
 
 
+async def test_a_new_metamask_tab_is_told_its_selected_account() -> None:
+    asked = {
+        "optionalScopes": {SOLANA: SOLANA_SCOPE},
+        "sessionProperties": {"solana_accountChanged_notifications": True},
+    }
+    with trio.fail_after(60):
+        async with broker() as node, dapp(node.ws_url() + "?client=metamask") as tab:
+            await tab.result("wallet_createSession", asked)
+            async with dapp(node.ws_url() + "?client=metamask") as loaded:
+                told = await next_notification(loaded, "wallet_notify")
+                assert accounts_changed(told) == [ALICE]  # as the extension on page load
+            async with dapp(node.ws_url()) as spec_tab:
+                assert (await spec_tab.result("wallet_getSession", {}))["sessionScopes"]
+                assert spec_tab.notifications == []  # SPEC's clients are not told
+
+
 async def test_no_accounts_changed_unless_the_session_asked_for_it() -> None:
     with trio.fail_after(60):
         async with broker() as node, dapp(node.ws_url() + "?client=metamask") as tab:
