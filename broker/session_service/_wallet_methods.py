@@ -43,6 +43,7 @@ from broker.sessions.metamask import (
     end_if_accountless,
     everything_served,
     kept_session_properties,
+    without_unheld_accounts,
 )
 from broker.stream_methods import served_methods
 from broker.wall_clock import WallClock
@@ -129,7 +130,9 @@ class WalletMethods:
         request = parse_create_session(params, now=self._clock.now())
         kept: dict[str, Any] = {}
         if ctx.client == METAMASK:
-            request = everything_served(request, self.supported)
+            request = without_unheld_accounts(
+                everything_served(request, self.supported), self._held
+            )
             given = msgspec.json.decode(params)  # an object: parse_create_session checked it
             kept = kept_session_properties(given.get("sessionProperties"))
         try:

@@ -7,6 +7,7 @@ Sans-io like the rest of :mod:`broker.sessions`:
   listed (MetaMask keeps only the accounts of a scope and fills in its methods from what it
   supports; names it does not serve are dropped, never refused with 5101/5102);
 * the ``sessionProperties`` MetaMask knows are kept and answered back (it drops the others);
+* requested accounts the wallet does not hold are dropped before the approval policy decides;
 * a partial ``wallet_revokeSession`` that leaves no account in the session ends it;
 * ``metamask_accountsChanged`` tells the dapp's wallet-standard wallet which Solana account is
   selected whenever the Solana accounts a session permits change, if the session asked for it.
@@ -14,6 +15,7 @@ Sans-io like the rest of :mod:`broker.sessions`:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 from typing import Any, Final
 
@@ -82,6 +84,28 @@ def everything_served(request: SessionRequest, supported: SupportLookup) -> Sess
             notifications=tuple(sorted(support.notifications)),
         )
     return msgspec.structs.replace(request, scopes=scopes)
+
+
+def without_unheld_accounts(
+    request: SessionRequest, held: Callable[[str], Sequence[str]]
+) -> SessionRequest:
+    """``request`` without the requested accounts the wallet does not hold on their chain: MetaMask
+    drops them before it asks the user (EVM addresses compared in any case, the others exactly), so
+    a dapp asking for an unknown account is offered the wallet's own instead of none."""
+    scopes = {}
+    for chain, scope in request.scopes.items():
+        wallet = {_comparable(chain, address) for address in held(chain)}
+        kept = tuple(
+            account
+            for account in scope.accounts
+            if _comparable(chain, account.rpartition(":")[2]) in wallet
+        )
+        scopes[chain] = msgspec.structs.replace(scope, accounts=kept)
+    return msgspec.structs.replace(request, scopes=scopes)
+
+
+def _comparable(chain: str, address: str) -> str:
+    return address.lower() if chain.startswith("eip155:") else address
 
 
 def end_if_accountless(update: ScopeUpdate, previous: Session | None) -> ScopeUpdate:

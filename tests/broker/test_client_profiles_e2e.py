@@ -23,6 +23,7 @@ SOLANA = dev_chain_id()
 DEV = "eip155:1337"
 ORIGIN = "https://dapp.example"
 ALICE = str(derive_keypairs(DEV_MNEMONIC, 1)[0].pubkey())
+BOB = "GrAkKfEpTKQuVHG2Y97Y2FF4i7y7Q5AHLK94JBy7Y5yv"  # not a dev account
 SOLANA_SCOPE = {"methods": [], "notifications": []}
 
 
@@ -131,7 +132,13 @@ async def test_a_new_metamask_tab_is_told_its_selected_account() -> None:
 async def test_no_accounts_changed_unless_the_session_asked_for_it() -> None:
     with trio.fail_after(60):
         async with broker() as node, dapp(node.ws_url() + "?client=metamask") as tab:
-            await tab.result("wallet_createSession", {"optionalScopes": {SOLANA: SOLANA_SCOPE}})
+            # An account the wallet does not hold is dropped, as MetaMask drops it: the wallet's
+            # own is granted instead of none.
+            unknown = {**SOLANA_SCOPE, "accounts": [f"{SOLANA}:{BOB}"]}
+            created = await tab.result(
+                "wallet_createSession", {"optionalScopes": {SOLANA: unknown}}
+            )
+            assert created["sessionScopes"][SOLANA]["accounts"] == [f"{SOLANA}:{ALICE}"]
             await tab.result("wallet_revokeSession", {})
             assert tab.notifications == []
 

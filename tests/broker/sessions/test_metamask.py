@@ -12,6 +12,7 @@ from broker.sessions.metamask import (
     end_if_accountless,
     everything_served,
     kept_session_properties,
+    without_unheld_accounts,
 )
 from tests.broker.sessions.helpers import ADDRESS_LOWER, make_session, scope
 
@@ -93,3 +94,17 @@ def test_accounts_changed_only_when_the_session_asked_for_it() -> None:
     # Asked before or after the change: due (MetaMask checks both).
     assert accounts_changed(solana_session(ALICE), unasked) is None
     assert accounts_changed(solana_session(BOB), unasked) == AccountsChanged(SOLANA, (ALICE,))
+
+
+def test_requested_accounts_the_wallet_does_not_hold_are_dropped() -> None:
+    evm = "0x" + "ab" * 20
+    request = SessionRequest(
+        scopes={
+            SOLANA: scope(accounts=(f"{SOLANA}:{ALICE}", f"{SOLANA}:{BOB}")),
+            EVM: scope(accounts=(f"{EVM}:{evm}",)),
+        }
+    )
+    held = {SOLANA: [BOB], EVM: [evm.upper().replace("0X", "0x")]}
+    kept = without_unheld_accounts(request, lambda chain: held.get(chain, []))
+    assert kept.scopes[SOLANA].accounts == (f"{SOLANA}:{BOB}",)  # base58: exactly as held
+    assert kept.scopes[EVM].accounts == (f"{EVM}:{evm}",)  # EVM: in any case
