@@ -40,6 +40,7 @@ from broker.sessions import (
 from broker.sessions.dialects import create_result, get_result
 from broker.sessions.metamask import (
     accounts_changed,
+    as_metamask_reads,
     end_if_accountless,
     everything_served,
     kept_session_properties,
@@ -127,14 +128,17 @@ class WalletMethods:
 
     async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         identity = _identity(ctx)
-        request = parse_create_session(params, now=self._clock.now())
         kept: dict[str, Any] = {}
         if ctx.client == METAMASK:
+            given = msgspec.json.decode(params)
+            request = parse_create_session(as_metamask_reads(given), now=self._clock.now())
             request = without_unheld_accounts(
                 everything_served(request, self.supported), self._held
             )
-            given = msgspec.json.decode(params)  # an object: parse_create_session checked it
+            # An object: parse_create_session refused anything else.
             kept = kept_session_properties(given.get("sessionProperties"))
+        else:
+            request = parse_create_session(params, now=self._clock.now())
         try:
             offer = apply_support(request, self.supported)
             decision = await self._policy.decide_session(identity, offer, self._held)

@@ -3,6 +3,7 @@
 
 Sans-io like the rest of :mod:`broker.sessions`:
 
+* a malformed scope is dropped, not refused, and ``scopedProperties`` is not read;
 * a granted scope holds every method and notification served on its chain, whatever the request
   listed (MetaMask keeps only the accounts of a scope and fills in its methods from what it
   supports; names it does not serve are dropped, never refused with 5101/5102);
@@ -23,7 +24,9 @@ import msgspec
 
 from broker.sessions.grant import SupportLookup, support_of
 from broker.sessions.model import ScopeUpdate, Session, SessionRequest
+from broker.sessions.scopes import parse_scopes
 from broker.sessions.updates import diff_sessions
+from schemas.errors import RpcError
 
 #: The ``sessionProperties`` MetaMask keeps (chain-agnostic-permission's KnownSessionProperties).
 KNOWN_SESSION_PROPERTIES: Final = (
@@ -51,6 +54,48 @@ class AccountsChanged(msgspec.Struct, frozen=True):
             "scope": self.scope,
             "notification": {"method": ACCOUNTS_CHANGED, "params": list(self.accounts)},
         }
+
+
+#: The ``sessionProperties`` members SPEC's parser reads (the others are MetaMask's, or dropped).
+_SPEC_PROPERTIES: Final = ("expiry", "globalConfig")
+
+
+def as_metamask_reads(params: Any) -> Any:
+    """``wallet_createSession`` params cut down to what MetaMask's middleware reads of them, for
+    SPEC's parser (:func:`~broker.sessions.validation.parse_create_session`) to validate.
+
+    MetaMask drops a malformed scope (an unknown member, a bad key, missing ``methods`` or
+    ``notifications``) instead of refusing the request, never reads ``scopedProperties``, and
+    refuses only an empty ``sessionProperties`` (5302). Params that are not an object are left as
+    they are: -32602, as MetaMask's validator answers them.
+    """
+    if not isinstance(params, dict):
+        return params
+    read = {k: v for k, v in params.items() if k != "scopedProperties"}
+    for field in ("requiredScopes", "optionalScopes"):
+        if field in read:
+            read[field] = _well_formed(read[field], field)
+    properties = read.get("sessionProperties")
+    if isinstance(properties, dict) and properties:
+        spec = {k: v for k, v in properties.items() if k in _SPEC_PROPERTIES}
+        if spec:
+            read["sessionProperties"] = spec
+        else:  # only MetaMask's (kept apart by kept_session_properties) or unknown ones
+            del read["sessionProperties"]
+    return read
+
+
+def _well_formed(scopes: Any, field: str) -> dict[str, Any]:
+    if not isinstance(scopes, dict):
+        return {}
+    kept = {}
+    for key, scope in scopes.items():
+        try:
+            parse_scopes({key: scope}, field=field)
+        except RpcError:  # -32602, or 5301 for scopedProperties inside the scope
+            continue
+        kept[key] = scope
+    return kept
 
 
 def kept_session_properties(session_properties: Any) -> dict[str, Any]:

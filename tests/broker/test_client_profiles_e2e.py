@@ -135,10 +135,13 @@ async def test_no_accounts_changed_unless_the_session_asked_for_it() -> None:
             # An account the wallet does not hold is dropped, as MetaMask drops it: the wallet's
             # own is granted instead of none.
             unknown = {**SOLANA_SCOPE, "accounts": [f"{SOLANA}:{BOB}"]}
-            created = await tab.result(
-                "wallet_createSession", {"optionalScopes": {SOLANA: unknown}}
-            )
+            # A malformed scope beside it is dropped, as MetaMask drops it (SPEC: -32602).
+            scopes = {SOLANA: unknown, DEV: {"methods": []}}
+            created = await tab.result("wallet_createSession", {"optionalScopes": scopes})
+            assert list(created["sessionScopes"]) == [SOLANA]
             assert created["sessionScopes"][SOLANA]["accounts"] == [f"{SOLANA}:{ALICE}"]
+            refused = await tab.call("wallet_createSession", {"optionalScopes": {DEV: {}}})
+            assert refused["error"]["code"] == 5100  # no well-formed scope left
             await tab.result("wallet_revokeSession", {})
             assert tab.notifications == []
 

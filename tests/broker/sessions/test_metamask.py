@@ -9,6 +9,7 @@ from broker.sessions import ChainSupport, Session, SessionRequest, revoke_scopes
 from broker.sessions.metamask import (
     AccountsChanged,
     accounts_changed,
+    as_metamask_reads,
     end_if_accountless,
     everything_served,
     kept_session_properties,
@@ -108,3 +109,24 @@ def test_requested_accounts_the_wallet_does_not_hold_are_dropped() -> None:
     kept = without_unheld_accounts(request, lambda chain: held.get(chain, []))
     assert kept.scopes[SOLANA].accounts == (f"{SOLANA}:{BOB}",)  # base58: exactly as held
     assert kept.scopes[EVM].accounts == (f"{EVM}:{evm}",)  # EVM: in any case
+
+
+def test_malformed_scopes_are_dropped_and_scoped_properties_not_read() -> None:
+    good = {"methods": [], "notifications": []}
+    params = {
+        "optionalScopes": {
+            SOLANA: good,
+            "eip155:x1": good,  # not a chain id
+            EVM: {"methods": []},  # notifications missing
+            "eip155:1": {**good, "extra": 1},  # an unknown member
+            "eip155:5": {**good, "scopedProperties": {}},  # 5301 under SPEC
+        },
+        "requiredScopes": "not an object",
+        "scopedProperties": {"nowhere:1": 5},
+        "sessionProperties": {"solana_accountChanged_notifications": True, "other": 1},
+    }
+    assert as_metamask_reads(params) == {"optionalScopes": {SOLANA: good}, "requiredScopes": {}}
+    assert as_metamask_reads({"sessionProperties": {}}) == {"sessionProperties": {}}  # 5302
+    expiry = {"sessionProperties": {"expiry": "2030-01-01T00:00:00Z", "mine": 2}}
+    assert as_metamask_reads(expiry) == {"sessionProperties": {"expiry": "2030-01-01T00:00:00Z"}}
+    assert as_metamask_reads([1]) == [1]  # -32602, from SPEC's parser
