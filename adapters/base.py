@@ -282,6 +282,11 @@ class ChainAdapter(ABC):
     #: development keys (see :meth:`AccountAdapter.complete_options`).
     embedded: ClassVar[bool] = False
 
+    def chain_note(self, chain: str) -> str | None:
+        """What the banner and ``GET /healthz`` say of ``chain`` beside its id (None, the
+        default: nothing), e.g. that a local chain uses another network's id."""
+        return None
+
     @classmethod
     def dev_network(cls, options: DevOptions) -> NetworkSpec | None:
         """The network this adapter serves when no network is configured (a development chain),

@@ -35,6 +35,7 @@ from broker.http import (
 )
 from broker.http_reactor import HttpReactor
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from broker.networks import Network
 from broker.routing import Endpoint, route
 from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
 from schemas.errors import ConfigError, ServerError, Unauthenticated
@@ -365,8 +366,16 @@ class Broker:
         body = msgspec.json.encode(
             {
                 "status": "ok",
-                "networks": [{"name": n.name, "chain": n.chain} for n in self.networks],
+                "networks": [_health_entry(n) for n in self.networks],
                 "connections": len(self.connections),
             }
         )
         return HttpResponse(200, body, JSON_HEADERS)
+
+
+def _health_entry(network: Network) -> dict[str, object]:
+    entry: dict[str, object] = {"name": network.name, "chain": network.chain}
+    note = network.adapter.chain_note(network.chain)
+    if note is not None:  # a local chain using another network's id says so
+        entry.update(local=True, note=note)
+    return entry

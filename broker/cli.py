@@ -237,6 +237,9 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
     for network in broker.networks:
         prefix = "" if network is broker.networks.default else f"/{network.name}"
         print(f"  network {network.name} ({network.chain})", flush=True)
+        note = network.adapter.chain_note(network.chain)
+        if note is not None:
+            print(f"    note       {note}", flush=True)
         print(f"    HTTP       POST http://{base}{prefix}/v3/{key}", flush=True)
         print(f"    WebSocket  ws://{base}{prefix}/ws/v3/{key}", flush=True)
     print(

@@ -100,6 +100,8 @@ class KeyConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     methods: list[str] | None = None
     secret: str | None = None
     jwt_public_key: str | None = None
+    #: The client profile of every request and connection on the key (``spec``, ``metamask``).
+    client: str | None = None
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 import trio
 
 from broker import frames
+from broker.client_profiles import profile_named
 from broker.dispatch import CallContext, Dispatcher
 from broker.http import HttpRequest, HttpResponse, Upgrade
 from broker.limits import Limits
@@ -78,8 +79,15 @@ class Connections:
     # -- opening ----------------------------------------------------------------------------------
 
     def upgrade(self, request: HttpRequest, context: CallContext) -> HttpResponse | Upgrade:
-        """Accept a WebSocket upgrade (``?resume=<cursor>`` resumes), or refuse it with 400."""
+        """Accept a WebSocket upgrade (``?resume=<cursor>`` resumes, ``?client=<profile>`` picks
+        the client profile), or refuse it with 400."""
         resume_from = _query_value(request.target, b"resume")
+        client = _query_value(request.target, b"client")
+        if client is not None:
+            try:
+                context.client = profile_named(client, "?client")
+            except ValueError as exc:
+                return HttpResponse(400, str(exc).encode())
         try:
             accept = accept_handshake(request.headers, request.target)
         except (RemoteProtocolError, RpcError) as exc:

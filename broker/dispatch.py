@@ -85,6 +85,9 @@ class CallContext:
     accounts: tuple[str, ...] | None = None
     #: The key's rules and limits; None for a key without a ``[keys.*]`` table.
     access: Access | None = None
+    #: The client profile the answers follow (:mod:`broker.client_profiles`): SPEC's by default,
+    #: MetaMask's for ``?client=metamask`` or a key configured with ``client = "metamask"``.
+    client: str = "spec"
 
 
 Handler = Callable[[CallContext, Raw], Awaitable[Any]]

@@ -14,6 +14,7 @@ import trio
 
 from broker.bus import DEFAULT_RESUME_WINDOW, MemoryLog, Position
 from broker.sessions import Identity
+from broker.sessions.metamask import AccountsChanged
 
 
 class SessionChange(msgspec.Struct, frozen=True):
@@ -27,6 +28,9 @@ class SessionChange(msgspec.Struct, frozen=True):
     session: bytes | None
     source: str = ""
     exclude: int | None = None
+    #: The ``metamask_accountsChanged`` the change calls for (MetaMask's Solana wallet follows
+    #: its account by it), worked out where the session before the change was known.
+    accounts_changed: AccountsChanged | None = None
 
 
 ChangeHandler = Callable[[SessionChange, Position], object]

@@ -3,7 +3,8 @@ transaction history a node keeps around it. Every call takes ``now`` (unix secon
 happened; the adapter owns time and tasks.
 
 Blockhashes are the ledger's own (LiteSVM's blockhash check is off): slot ``n``'s is the SHA-256 of
-slot ``n - 1``'s and ``n``, slot 0's the genesis hash, made from the ``genesis_seed`` option; a
+slot ``n - 1``'s and ``n``, slot 0's the genesis hash, made from the ``genesis_seed`` option (or
+claimed with ``genesis_hash``); a
 blockhash is valid for 150 slots, as on Solana. Every slot is final as soon as it is produced (one
 node, no forks), so every commitment level reads the same state.
 """
@@ -28,7 +29,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from adapters._base58 import b58encode
+from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import derive_keypairs
 
 from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
@@ -48,6 +49,8 @@ MAX_HISTORY: Final = 100_000
 
 
 def _genesis_hash(options: SolanaDevOptions) -> bytes:
+    if options.genesis_hash is not None:  # claimed (checked by the options: 32 bytes)
+        return b58decode(options.genesis_hash)
     return hashlib.sha256(options.genesis_seed.encode()).digest()
 
 

@@ -7,6 +7,7 @@ from typing import Final
 
 import msgspec
 
+from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import DEV_ACCOUNTS, DEV_MNEMONIC
 
 LAMPORTS_PER_SOL: Final = 1_000_000_000
@@ -27,8 +28,22 @@ class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     #: What the genesis hash (and so the chain's CAIP-2 id) is made from: give each Solana dev
     #: network of one config a seed of its own.
     genesis_seed: str = DEFAULT_GENESIS_SEED
+    #: A genesis hash (base58, 32 bytes) the chain claims instead of the seed's, as anvil's
+    #: ``--chain-id`` lets a dev chain claim chain id 1: a local chain served under a real
+    #: cluster's CAIP-2 id (mainnet's ``5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d``, say), for
+    #: clients that only ask for that cluster.
+    genesis_hash: str | None = None
 
     def __post_init__(self) -> None:
+        if self.genesis_hash is not None:
+            try:
+                claimed = b58decode(self.genesis_hash)
+            except ValueError as exc:
+                raise ValueError(f"`genesis_hash`: {exc}") from None
+            if len(claimed) != 32 or b58encode(claimed) != self.genesis_hash:
+                raise ValueError("`genesis_hash` must be a 32-byte hash in base58")
+            if self.genesis_seed != DEFAULT_GENESIS_SEED:
+                raise ValueError("give `genesis_hash` or `genesis_seed`, not both")
         if self.block_time < 0:
             raise ValueError("`block_time` must not be negative")
         if not 0 <= self.accounts <= 1000:

@@ -80,12 +80,18 @@ class SolanaDevAdapter(NetworkChainAdapter):
         if spec.chain != expected:
             raise ConfigError(
                 f"networks.{spec.name} ({self.name} adapter): this chain is {expected} (from its "
-                f"genesis_seed), not {spec.chain}"
+                f"genesis_hash or genesis_seed), not {spec.chain}"
             )
         self._started = False
         self._chain: tuple[Ledger, dict[str, Handler]] | None = None
         self._slots_running = False
         self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
+
+    def chain_note(self, chain: str) -> str | None:
+        claimed = self.options.genesis_hash
+        if claimed is None:
+            return None
+        return f"a local solana-dev chain using the id of genesis hash {claimed} (not that cluster)"
 
     @property
     def ledger(self) -> Ledger:

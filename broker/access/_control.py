@@ -193,6 +193,8 @@ class AccessControl:
             if not origin_allowed(claims.origins, origin):
                 return self._refuse(policy, "origin", 403, _origin_denied(origin))
         context.access = KeyAccess(self, policy, claims, origin)
+        if policy.client is not None:
+            context.client = policy.client
         return None
 
     def _refuse(self, policy: KeyPolicy, reason: str, status: int, error: RpcError) -> HttpResponse:

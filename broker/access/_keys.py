@@ -15,6 +15,7 @@ from pathlib import Path
 
 from broker.access._policy import MethodRule, OriginPattern, Rate
 from broker.access._tokens import TokenKey
+from broker.client_profiles import profile_named
 from broker.config import KeyConfig
 from schemas.errors import ConfigError
 
@@ -31,6 +32,8 @@ class KeyPolicy:
     max_subscriptions: int | None = None
     secret: bytes | None = None
     token_key: TokenKey | None = None
+    #: The client profile (:mod:`broker.client_profiles`) of the key's requests; None: SPEC's.
+    client: str | None = None
 
 
 def read_source(source: str, where: str) -> bytes:
@@ -72,6 +75,12 @@ def key_policy(name: str, table: KeyConfig) -> KeyPolicy:
     if table.jwt_public_key is not None:
         at = f"{where}.jwt_public_key"
         token_key = TokenKey.from_pem(read_source(table.jwt_public_key, at), at)
+    client = None
+    if table.client is not None:
+        try:
+            client = profile_named(table.client, f"{where}.client")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     return KeyPolicy(
         name,
         origins=None
@@ -85,6 +94,7 @@ def key_policy(name: str, table: KeyConfig) -> KeyPolicy:
         max_subscriptions=table.max_subscriptions,
         secret=secret,
         token_key=token_key,
+        client=client,
     )
 
 

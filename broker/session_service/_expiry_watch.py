@@ -14,6 +14,7 @@ import trio
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.session_service._connected import ConnectedDapps
 from broker.sessions import Session, SessionStore, is_expired
+from broker.sessions.metamask import accounts_changed
 from broker.wall_clock import WallClock
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,10 @@ class ExpiryWatch:
             # drops before hearing it hears it when it resumes (on any process).
             tracker.ended(identity)
             try:
-                await self._changes.publish(SessionChange(identity, None))
+                change = SessionChange(
+                    identity, None, accounts_changed=accounts_changed(session, None)
+                )
+                await self._changes.publish(change)
             except Exception as exc:
                 tracker.end_failed(identity, expiry)  # the next check tries again
                 failures.append(exc)

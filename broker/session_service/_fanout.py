@@ -15,21 +15,25 @@ from broker.bus import Position
 from broker.cursors import CHANGES, with_cursor
 from broker.dispatch import CallContext
 from broker.session_changes import SessionChange, SessionChangeBus
-from broker.session_service._connected import ConnectedDapps
+from broker.session_service._connected import ConnectedDapps, identity_of
 from broker.sessions import (
     Identity,
     Session,
+    SessionStore,
     decode_session,
     encode_session,
+    is_expired,
     is_notification_granted,
 )
 from broker.sessions.dialects import changed_params
+from broker.sessions.metamask import accounts_changed
 from broker.wall_clock import WallClock
 from schemas.jsonrpc import notification_bytes
 
 if TYPE_CHECKING:
     from broker.resume import ResumeKeeper
     from broker.subscriptions import SubscriptionHub
+    from broker.websocket import WebSocketConnection
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +50,10 @@ class ChangeFanOut:
         resume: ResumeKeeper | None,
         process_id: str,
         clock: WallClock,
+        store: SessionStore,
     ) -> None:
         self._dapps = dapps
+        self._store = store
         self._changes = changes
         self._hub = hub
         self._resume = resume
@@ -66,22 +72,54 @@ class ChangeFanOut:
             self._resume.positions.advance(CHANGES, position)
 
     async def announce(
-        self, identity: Identity, session: Session | None, ctx: CallContext | None
+        self,
+        identity: Identity,
+        session: Session | None,
+        ctx: CallContext | None,
+        *,
+        previous: Session | None = None,
     ) -> None:
-        """Publish ``identity``'s session as it is now (None: ended); ``ctx``, the call that
-        changed it, is answered by its caller and not told again."""
+        """Publish ``identity``'s session as it is now (None: ended; ``previous``: before the
+        change); ``ctx``, the call that changed it, is answered by its caller and not told again
+        of the scopes."""
         exclude = ctx.peer if ctx is not None else None
         exclude_id = getattr(exclude, "id", None)
+        changed = accounts_changed(previous, session)
         if exclude is not None:
             self.prune(exclude, session)  # the requester's own subscriptions follow the change too
+            if changed is not None:
+                # The requester too, as the extension does, and before its answer: MetaMask's
+                # client drops its listeners once wallet_revokeSession is answered.
+                self._send(exclude, notification_bytes("wallet_notify", changed.params()))
         await self._changes.publish(
             SessionChange(
                 identity,
                 encode_session(session) if session is not None else None,
                 source=self._process_id,
                 exclude=exclude_id if isinstance(exclude_id, int) else None,
+                accounts_changed=changed,
             )
         )
+
+    async def greet(self, conn: WebSocketConnection) -> None:
+        """Tell a new connection of the metamask profile its session's selected Solana account,
+        as the extension tells a page that loads (MetaMask's wallet-standard wallet waits for it
+        before restoring a session): when the session asked for it and permits one."""
+        identity = identity_of(conn)
+        try:
+            session = await self._store.get(identity)
+        except Exception:
+            log.exception("reading the session of %r to greet it failed", conn)
+            return
+        if session is None or is_expired(session, self._clock.now()):
+            return
+        selected = accounts_changed(None, session)
+        if selected is not None and selected.accounts and conn.open:
+            self._send(conn, notification_bytes("wallet_notify", selected.params()))
+
+    def _send(self, conn: Any, message: bytes) -> None:
+        resume = self._resume
+        conn.send_message(with_cursor(message, resume.cursor(conn)) if resume else message)
 
     def on_change(self, change: SessionChange, position: Position | None = None) -> None:
         """A change heard on the bus: tell the dapp's connections here."""
@@ -106,14 +144,17 @@ class ChangeFanOut:
         if session is not None:
             dapps.seen(change.identity, session)
         message = notification_bytes("wallet_sessionChanged", changed_params(session, dialect))
+        accounts = change.accounts_changed
+        account_message = (
+            None if accounts is None else notification_bytes("wallet_notify", accounts.params())
+        )
         for conn in list(conns):
             self.prune(conn, session)
             if change.source == self._process_id and conn.id == change.exclude:
                 continue
-            if resume is not None:
-                conn.send_message(with_cursor(message, resume.cursor(conn)))
-            else:
-                conn.send_message(message)
+            self._send(conn, message)
+            if account_message is not None:
+                self._send(conn, account_message)
 
     def replay_changes(
         self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str

@@ -12,6 +12,7 @@ import trio
 
 from broker.approvals import ApprovalPolicy
 from broker.bus import Position
+from broker.client_profiles import METAMASK
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.networks import Networks
 from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
@@ -67,6 +68,7 @@ class SessionService:
             resume=resume,
             process_id=self.process_id,
             clock=clock,
+            store=self.store,
         )
         self._wallet = WalletMethods(
             networks,
@@ -80,6 +82,7 @@ class SessionService:
             clock=clock,
         )
         self._expiry = ExpiryWatch(self._dapps, self.store, self.changes, clock=clock)
+        self._nursery: trio.Nursery | None = None
 
     # -- wiring (the composition root) ------------------------------------------------------------
 
@@ -90,13 +93,18 @@ class SessionService:
     def track(self, conn: WebSocketConnection) -> None:
         """A WebSocket connection opened (before its first message)."""
         self._dapps.track(conn)
+        if conn.context.client == METAMASK and self._nursery is not None:
+            # As the extension does on page load: a task of its own, since it reads the store.
+            self._nursery.start_soon(self._fanout.greet, conn)
 
     def untrack(self, conn: WebSocketConnection) -> None:
         """A WebSocket connection ended."""
         self._dapps.untrack(conn)
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Follow the change bus and watch expiries, in ``nursery``."""
+        """Follow the change bus and watch expiries, in ``nursery`` (where the greetings of new
+        metamask-profile connections run too)."""
+        self._nursery = nursery
         await self._fanout.start(nursery)
         nursery.start_soon(self._expiry.serve)
 

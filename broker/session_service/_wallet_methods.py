@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from broker.approvals import ApprovalPolicy
+from broker.client_profiles import METAMASK
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.networks import Networks
 from broker.session_service._connected import ConnectedDapps
@@ -37,6 +38,14 @@ from broker.sessions import (
     update_scopes,
 )
 from broker.sessions.dialects import create_result, get_result
+from broker.sessions.metamask import (
+    accounts_changed,
+    as_metamask_reads,
+    end_if_accountless,
+    everything_served,
+    kept_session_properties,
+    without_unheld_accounts,
+)
 from broker.stream_methods import served_methods
 from broker.wall_clock import WallClock
 from schemas.errors import (
@@ -119,7 +128,17 @@ class WalletMethods:
 
     async def _create(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         identity = _identity(ctx)
-        request = parse_create_session(params, now=self._clock.now())
+        kept: dict[str, Any] = {}
+        if ctx.client == METAMASK:
+            given = msgspec.json.decode(params)
+            request = parse_create_session(as_metamask_reads(given), now=self._clock.now())
+            request = without_unheld_accounts(
+                everything_served(request, self.supported), self._held
+            )
+            # An object: parse_create_session refused anything else.
+            kept = kept_session_properties(given.get("sessionProperties"))
+        else:
+            request = parse_create_session(params, now=self._clock.now())
         try:
             offer = apply_support(request, self.supported)
             decision = await self._policy.decide_session(identity, offer, self._held)
@@ -132,6 +151,8 @@ class WalletMethods:
                 max_expiry=self._max_expiry,
                 keep=decision.scopes,
             )
+            if kept:
+                session = msgspec.structs.replace(session, properties=kept)
             previous = await self._store.modify(identity, lambda current: (session, current))
         except RpcError:
             raise
@@ -139,8 +160,10 @@ class WalletMethods:
             log.exception("wallet_createSession failed")
             raise UnknownSessionError() from exc
         self._dapps.seen(identity, session)
-        if diff_sessions(previous, session).changed:
-            await self._fanout.announce(identity, session, ctx)
+        if previous is not None and is_expired(previous, self._clock.now()):
+            previous = None  # its accounts were no longer permitted
+        if diff_sessions(previous, session).changed or accounts_changed(previous, session):
+            await self._fanout.announce(identity, session, ctx, previous=previous)
         return create_result(session)
 
     async def _get(self, ctx: CallContext, params: msgspec.Raw) -> Any:
@@ -149,7 +172,12 @@ class WalletMethods:
         return get_result(await self._current(identity, now), now, self._dapps.dialect(identity))
 
     async def _revoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        await self.revoke(_identity(ctx), parse_revoke_session(params), ctx)
+        await self.revoke(
+            _identity(ctx),
+            parse_revoke_session(params),
+            ctx,
+            end_accountless=ctx.client == METAMASK,
+        )
         return True
 
     async def _invoke(self, ctx: CallContext, params: msgspec.Raw) -> Any:
@@ -185,10 +213,13 @@ class WalletMethods:
                 ctx.peer,
                 accounts=permitted_addresses(session, request.scope, now=now),
                 access=ctx.access,
+                client=ctx.client,
             )
             result = await self._dispatcher.call(
                 scoped, request.method, msgspec.Raw(msgspec.json.encode(inner))
             )
+        if ctx.client == METAMASK:
+            return result  # MetaMask answers the invoked method's result as it is
         return {"scope": request.scope, "result": {"method": request.method, "result": result}}
 
     def _check_subscription(
@@ -209,12 +240,22 @@ class WalletMethods:
     # -- the operator's (and the dapp's) changes ------------------------------------------------
 
     async def revoke(
-        self, identity: Identity, scopes: list[str] | None, ctx: CallContext | None = None
+        self,
+        identity: Identity,
+        scopes: list[str] | None,
+        ctx: CallContext | None = None,
+        *,
+        end_accountless: bool = False,
     ) -> bool:
-        """Revoke some or all scopes of an identity's session; whether anything changed."""
+        """Revoke some or all scopes of an identity's session; whether anything changed.
+        ``end_accountless``: end the session when the scopes left permit no account (MetaMask)."""
+        previous: list[Session | None] = [None]
 
         def revoked(current: Session | None) -> tuple[Session | None, ScopeUpdate]:
+            previous[0] = current
             update = revoke_scopes(current, scopes)
+            if end_accountless:
+                update = end_if_accountless(update, current)
             return update.session, update
 
         try:
@@ -225,19 +266,22 @@ class WalletMethods:
             log.exception("wallet_revokeSession failed")
             raise UnknownSessionError() from exc
         if update.changed:
-            await self._fanout.announce(identity, update.session, ctx)
+            await self._fanout.announce(identity, update.session, ctx, previous=previous[0])
         return update.changed
 
     async def update(self, identity: Identity, scopes: Any) -> Session | None:
         """The operator's replacement of an identity's scopes (validated like a request)."""
 
+        previous: list[Session | None] = [None]
+
         def updated(current: Session | None) -> tuple[Session | None, ScopeUpdate]:
             if current is None:
                 raise InvalidParams("no session for that apiKey and origin")
+            previous[0] = current
             update = update_scopes(current, scopes, supported=self.supported)
             return update.session, update
 
         update = await self._store.modify(identity, updated)
         if update.changed:
-            await self._fanout.announce(identity, update.session, None)
+            await self._fanout.announce(identity, update.session, None, previous=previous[0])
         return update.session

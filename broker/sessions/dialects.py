@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from broker.sessions.model import (
@@ -182,14 +183,20 @@ def current_scopes(session: Session | None) -> dict[str, Any]:
 
 
 def current_properties(session: Session) -> dict[str, Any]:
-    return {"expiry": format_expiry(session.expiry), **session.global_config}
+    return {**session.properties, "expiry": format_expiry(session.expiry), **session.global_config}
 
 
 def create_result(session: Session) -> Any:
     """The ``wallet_createSession`` result, in the session's dialect."""
     if session.dialect == CURRENT:
         return {"scopes": current_scopes(session), "properties": current_properties(session)}
-    return create_session_result(session)
+    result = create_session_result(session)
+    if not session.properties:
+        return result
+    # Kept properties (the metamask profile's) beside SPEC's expiry and globalConfig.
+    answer: dict[str, Any] = msgspec.to_builtins(result)
+    answer["sessionProperties"] = {**session.properties, **answer["sessionProperties"]}
+    return answer
 
 
 def get_result(session: Session | None, now: datetime, dialect: str) -> Any:

@@ -100,6 +100,9 @@ class Session(msgspec.Struct, frozen=True):
     created_at: datetime
     dialect: str = LEGACY
     layout: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    #: Requested ``sessionProperties`` kept as they were given (the ``metamask`` profile keeps
+    #: those MetaMask knows, :mod:`broker.sessions.metamask`), answered back beside the expiry.
+    properties: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
 
 class ScopeUpdate(msgspec.Struct, frozen=True):

@@ -276,3 +276,75 @@ async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
         message = record.getMessage()
         assert "\n" not in message
         assert "(WrongTypeError: Operation against a key holding the wrong kind" in message
+
+
+SOLANA = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"
+WITH_SOLANA = Config(
+    networks={
+        "dev": {"chain": DEV, "adapter": "devchain", "default": True},
+        "solana": {
+            "chain": SOLANA,
+            "adapter": "solana-dev",
+            "genesis_hash": "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d",
+        },
+    }
+)
+
+
+async def accounts_changed(conn: Dapp) -> list[str]:
+    """The accounts of the next notification, which must be ``metamask_accountsChanged``."""
+    told = await conn.notification()
+    assert told["method"] == "wallet_notify", told
+    assert told["params"]["scope"] == SOLANA
+    assert told["params"]["notification"]["method"] == "metamask_accountsChanged"
+    accounts: list[str] = told["params"]["notification"]["params"]
+    return accounts
+
+
+async def test_metamask_accounts_changed_follows_the_operator_and_expiry(
+    backend: str | None, mock_clock: trio.testing.MockClock
+) -> None:
+    """``metamask_accountsChanged`` travels with the change (on the Redis stream too), for
+    changes no connection asked for: the operator's revoke, and the session's expiry."""
+    with trio.fail_after(60):
+        async with (
+            running_broker(
+                ServeOptions(block_time=0, redis_url=backend),
+                config=WITH_SOLANA,
+                expiry_check=0.1,
+                clock=mock_clock,
+                autojump=False,
+            ) as node,
+            dapp(node.ws_url() + "?client=metamask", origin=ORIGIN) as a,
+            dapp(node.ws_url(), origin=ORIGIN) as b,
+        ):
+            params = {
+                "optionalScopes": {SOLANA: {"methods": [], "notifications": []}},
+                "sessionProperties": {"solana_accountChanged_notifications": True},
+            }
+            created = await a.result("wallet_createSession", params)
+            account = created["sessionScopes"][SOLANA]["accounts"][0].rsplit(":", 1)[1]
+            assert await accounts_changed(a) == [account]
+            assert set(await session_changed(b)) == {SOLANA}
+            assert await accounts_changed(b) == [account]
+
+            revoked = await node.admin("admin_revokeSession", {"apiKey": "dev", "origin": ORIGIN})
+            assert "error" not in revoked, revoked
+            for conn in (a, b):
+                assert await session_changed(conn) == {}
+                assert await accounts_changed(conn) == []
+
+            await a.result(
+                "wallet_createSession",
+                {
+                    **params,
+                    "sessionProperties": {**params["sessionProperties"], "expiry": expiring(node)},
+                },
+            )
+            assert await accounts_changed(a) == [account]
+            assert set(await session_changed(b)) == {SOLANA}
+            assert await accounts_changed(b) == [account]
+            mock_clock.jump(LIFETIME)  # past the expiry: the next check ends the session
+            for conn in (a, b):
+                assert await session_changed(conn) == {}
+                assert await accounts_changed(conn) == []

@@ -67,3 +67,33 @@ def test_a_chain_id_that_is_not_the_genesis_is_a_config_error_naming_the_right_o
         SolanaDevAdapter(
             NetworkSpec("sol", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "solana-dev")
         )
+
+
+MAINNET_GENESIS = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
+MAINNET = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"
+
+
+def test_a_claimed_genesis_hash_makes_the_chain_id_and_says_so() -> None:
+    assert dev_chain_id({"genesis_hash": MAINNET_GENESIS}) == MAINNET
+    adapter = SolanaDevAdapter(
+        NetworkSpec("sol", MAINNET, "solana-dev", {"genesis_hash": MAINNET_GENESIS})
+    )
+    note = adapter.chain_note(MAINNET)
+    assert note is not None
+    assert "local solana-dev chain" in note
+    assert MAINNET_GENESIS in note
+    assert SolanaDevAdapter(solana_spec()).chain_note(CHAIN) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"genesis_hash": "0OIl"}, "`genesis_hash`: invalid base58 character '0'"),
+        ({"genesis_hash": "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"}, "must be a 32-byte hash"),
+        ({"genesis_hash": MAINNET_GENESIS, "genesis_seed": "x"}, "not both"),
+    ],
+)
+def test_a_bad_genesis_hash_is_a_config_error(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=r"^networks\.sol \(solana-dev adapter\): ") as caught:
+        SolanaDevAdapter(NetworkSpec("sol", MAINNET, "solana-dev", options))
+    assert message in str(caught.value)
