@@ -7,6 +7,7 @@ from broker.redis._client import CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from broker.redis._client import DEFAULT_PREFIX as DEFAULT_PREFIX
 from broker.redis._client import RedisClient as RedisClient
 from broker.redis._client import RedisFailure as RedisFailure
+from broker.redis._client import SentinelUrl as SentinelUrl
 from broker.redis._client import hold_redis as hold_redis
 from broker.redis._client import redacted as redacted
 from broker.redis._client import redis_client as redis_client
