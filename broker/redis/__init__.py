@@ -12,12 +12,16 @@ from broker.redis._client import hold_redis as hold_redis
 from broker.redis._client import redacted as redacted
 from broker.redis._client import redis_client as redis_client
 from broker.redis._client import wait_for_redis as wait_for_redis
+from broker.redis._epoch import EPOCH_CHECK as EPOCH_CHECK
+from broker.redis._epoch import EpochWatch as EpochWatch
+from broker.redis._epoch import Repair as Repair
 from broker.redis._events import DEFAULT_EVENTS_MAXLEN as DEFAULT_EVENTS_MAXLEN
 from broker.redis._events import ChainKeys as ChainKeys
 from broker.redis._events import EventDeduper as EventDeduper
 from broker.redis._events import LeaseLost as LeaseLost
 from broker.redis._events import PublishedHead as PublishedHead
 from broker.redis._events import RedisEventBus as RedisEventBus
+from broker.redis._events import completes as completes
 from broker.redis._events import decode_stream_event as decode_stream_event
 from broker.redis._events import event_key as event_key
 from broker.redis._lease import ChainLease as ChainLease
