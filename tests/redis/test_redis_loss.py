@@ -66,12 +66,18 @@ async def fleet(tmp_path: Path, redis_url: str) -> AsyncIterator[Fleet]:
         nursery.cancel_scope.cancel()
 
 
-async def run_dapps(
-    f: Fleet, fault: Callable[[], Awaitable[None]]
-) -> tuple[list[tuple[Tab, Tab]], list[tuple[Tab, Tab]]]:
+@dataclass
+class Outcome:
+    #: Each dapp's web A tab (resumed on web B after the fault) and its web B tab.
+    resumed: list[tuple[Tab, Tab]]
+    #: A dapp that closed its only tab before the fault, back after it with its last cursor.
+    gone: Tab
+
+
+async def run_dapps(f: Fleet, fault: Callable[[], Awaitable[None]]) -> Outcome:
     """Open the dapps' tabs (the session made on web A, a tab on web B too), let them follow
     heads, inject ``fault``, check sessions and invokes after it, then drop each web A tab and
-    resume it on web B. The tabs, and the resumed tabs with their web B partner."""
+    resume it on web B. Also a dapp that left before the fault comes back with its cursor."""
     ports = [web.port for web in f.webs]
     assert None not in ports
     port_a, port_b = ports[0] or 0, ports[1] or 0
@@ -79,23 +85,29 @@ async def run_dapps(
         (Tab(port_a, f"https://dapp{i}.example"), Tab(port_b, f"https://dapp{i}.example"))
         for i in range(DAPPS)
     ]
-    resumed: list[tuple[Tab, Tab]] = []
+    outcome = Outcome([], Tab(port_a, "https://gone.example"))
     try:
-        await _follow_through(f, fault, tabs, resumed, port_b)
+        await _follow_through(f, fault, tabs, outcome, port_b)
     finally:
-        for tab in [t for pair in tabs + resumed for t in pair]:
+        for tab in [t for pair in tabs + outcome.resumed for t in pair] + [outcome.gone]:
             tab.close()
-    return tabs, resumed
+    return outcome
 
 
 async def _follow_through(
     f: Fleet,
     fault: Callable[[], Awaitable[None]],
     tabs: list[tuple[Tab, Tab]],
-    resumed: list[tuple[Tab, Tab]],
+    outcome: Outcome,
     port_b: int,
 ) -> None:
+    resumed = outcome.resumed
     async with trio.open_nursery() as nursery:
+        gone = outcome.gone
+        await gone.open(nursery)
+        await gone.create_and_subscribe()
+        await eventually(lambda: gone.cursor, "a head for the dapp that leaves")
+        gone.close()
 
         async def open_dapp(a: Tab, b: Tab) -> None:
             await a.open(nursery)
@@ -138,7 +150,23 @@ async def _follow_through(
             lambda: all(r.resumed and r.heads[-1][0] >= more for r, _ in resumed),
             "every resumed tab follows again",
         )
+        back = Tab(port_b, gone.origin)
+        await back.open(nursery, resume=gone.cursor)
+        await eventually(lambda: back.resumed, "the dapp that left is told how its resume went")
+        outcome.gone = back
         nursery.cancel_scope.cancel()
+
+
+async def session_of(tab: Tab) -> list[str]:
+    """The scopes ``tab``'s dapp has now, asked on a connection of its own."""
+    async with trio.open_nursery() as nursery:
+        asking = Tab(tab.port, tab.origin)
+        await asking.open(nursery)
+        try:
+            return list(await asking.session_scopes())
+        finally:
+            asking.close()
+            nursery.cancel_scope.cancel()
 
 
 def check_heads(resumed: list[tuple[Tab, Tab]]) -> None:
@@ -167,8 +195,12 @@ async def test_sessions_and_heads_survive_redis_losing_its_data(tmp_path: Path) 
                 await trio.to_thread.run_sync(redis.start)
 
             with trio.fail_after(90):
-                _, resumed = await run_dapps(f, shutdown_nosave_and_restart)
-            check_heads(resumed)
+                outcome = await run_dapps(f, shutdown_nosave_and_restart)
+                # What nobody could write back is told: a dapp connected nowhere during the loss
+                # resumes incomplete, and has no session any more.
+                assert outcome.gone.resumed == [(0, False)]
+                assert await session_of(outcome.gone) == []
+            check_heads(outcome.resumed)
             for web in f.webs:
                 said = [line for line in web.output if "Redis lost its data (epoch" in line]
                 assert len(said) == 1, web.output_tail()
@@ -193,8 +225,11 @@ async def test_kill_9_of_the_primary_fails_over_to_the_replica(tmp_path: Path) -
                 )
                 promoted_after.append(time.monotonic() - killed)
 
-            _, resumed = await run_dapps(f, kill_primary)
-            check_heads(resumed)
+            outcome = await run_dapps(f, kill_primary)
+            check_heads(outcome.resumed)
+            # Nothing was lost: the dapp that had left resumes whole, with its session.
+            assert outcome.gone.resumed[0][1] is True
+            assert await session_of(outcome.gone) == [DEV]
             print(f"replica promoted {promoted_after[0]:.1f} s after the kill -9")
             for web in f.webs:
                 assert not any("Redis lost its data" in line for line in web.output)
