@@ -135,6 +135,10 @@ def gaps_and_repeats(heads: list[tuple[int, str]]) -> tuple[list[int], list[int]
     chain with no reorganisation: every head is its predecessor's child)."""
     numbers = [number for number, _ in heads]
     seen: set[int] = set()
-    repeats = [n for n in numbers if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
+    repeats: list[int] = []
+    for number in numbers:
+        if number in seen:
+            repeats.append(number)
+        seen.add(number)
     missing = sorted(set(range(numbers[0], numbers[-1] + 1)) - seen) if numbers else []
     return missing, repeats
