@@ -45,7 +45,7 @@ bench: $(STAMP)
 soak: $(STAMP)
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 	@[ $(VENV)/.bench-installed -nt pyproject.toml ] || { $(BIN)/python -m pip install --quiet -e '.[dev,bench]' && touch $(VENV)/.bench-installed; }
-	$(BIN)/python -m soak
+	$(BIN)/python -m soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) tests/interop/node_modules bench/peers/node/node_modules

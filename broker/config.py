@@ -9,7 +9,7 @@ Shape (every key optional but ``chain`` of a network)::
     approval = "auto"           # --approval: auto | manual
     approval_timeout = 300      # seconds a parked request waits for the operator
     admin_token = "..."         # --admin-token, SCOPECAST_ADMIN_TOKEN
-    redis_url = "redis://..."   # --redis-url, REDIS_URL
+    redis_url = "redis://..."   # --redis-url, REDIS_URL; or redis+sentinel://H:P,H:P/MASTER[/DB]
     max_session_expiry = 604800 # seconds (7 days)
     max_body_bytes = 5242880    # HTTP request body (413 past it)
     max_message_bytes = 1048576 # WebSocket message (close 1009 past it)

@@ -10,6 +10,11 @@ refuses it once the lease has moved (fencing), so a paused old leader cannot pub
 take-over. Nothing is published twice: the append script refuses to repeat the last event (a
 retried append), and a new leader reads what its predecessor appended after the published head (a
 batch cut short, e.g. in the middle of a reorganisation) and does not append those events again.
+
+Every worker remembers the last published head it saw (its own appends, and while standing by,
+Redis's record of it): when Redis lost its data, the worker that takes the lease resumes after that
+block, not at the node's head, so the heights mined meanwhile are published, not skipped (a block
+remembered a little stale is published again, and readers drop the repeat).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from broker.redis import (
     PublishedHead,
     RedisEventBus,
     RedisFailure,
+    completes,
     hold_redis,
     process_name,
     redis_client,
@@ -58,9 +64,10 @@ class _FencedBus(EventBus):
     """The ingestion's view of the bus: every append carries the current lease token, and an event
     the stream already carries (as readers would see it) is not appended again."""
 
-    def __init__(self, bus: RedisEventBus, lease: ChainLease) -> None:
+    def __init__(self, bus: RedisEventBus, lease: ChainLease, leader: ChainLeader) -> None:
         self._bus = bus
         self._lease = lease
+        self._leader = leader
         self._on_stream = EventDeduper()
 
     def already_appended(self, events: Sequence[ChainEvent]) -> None:
@@ -79,6 +86,7 @@ class _FencedBus(EventBus):
             return
         await self._bus.append(event, lease_token=self._lease.token)
         self._on_stream.record(event)  # only once it is on the stream
+        self._leader.appended(event)
 
     async def serve_reader(
         self,
@@ -116,6 +124,8 @@ class ChainLeader:
         self.lease = ChainLease(bus.client, bus.keys(chain).lease, timing, owner or process_name())
         #: Whether this process holds the chain's lease now (the status endpoint reports it).
         self.leading = False
+        #: The newest published head this process saw: where it resumes if Redis lost its own.
+        self.last_published: PublishedHead | None = None
 
     async def serve(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -148,12 +158,23 @@ class ChainLeader:
                     backoff.succeeded()
                 await trio.sleep(backoff.failed())
 
+    def appended(self, event: ChainEvent) -> None:
+        """``event`` is on the stream now."""
+        done = completes(event)
+        if done is not None:
+            self.last_published = PublishedHead(done.number, done.hash, done.parent_hash)
+
     async def _wait_for_lease(self) -> None:
         told: bytes | None = None
         unreachable = Backoff(self.timing.standby_poll, 10.0)
         while True:
             try:
                 holder = await self.lease.acquire()
+                if holder is not None:
+                    # Standing by: keep up with the leader's progress, in case Redis forgets it.
+                    self.last_published = (
+                        await self.bus.published_head(self.chain) or self.last_published
+                    )
             except RedisFailure as exc:
                 delay = unreachable.failed()
                 log.warning("%s: cannot reach Redis to take the lease (%s)", self.chain, exc)
@@ -179,7 +200,7 @@ class ChainLeader:
         """Ingest until the lease is lost (returns) or something fails (raises)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._keep_lease, nursery.cancel_scope)
-            bus = _FencedBus(self.bus, self.lease)
+            bus = _FencedBus(self.bus, self.lease, self)
             ingestion = ChainIngestion(self.adapter, self.chain, bus, self.metrics)
             await self._resume(ingestion, bus)
             await ingestion.serve()
@@ -209,6 +230,14 @@ class ChainLeader:
         """Seed the tracker with what was published last, then publish up to the node's head."""
         began = trio.current_time()
         published = await self.bus.published_head(self.chain)
+        if published is None and self.last_published is not None:
+            published = self.last_published
+            log.warning(
+                "%s: Redis has no published head (it lost its data?); resuming after block %d, "
+                "the last this worker saw published, so that no height is skipped",
+                self.chain,
+                published.number,
+            )
         # A batch the last leader did not finish: the tracker produces these events again.
         unfinished = await self.bus.unfinished(self.chain)
         bus.already_appended(unfinished)

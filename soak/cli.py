@@ -26,7 +26,7 @@ from bench.cli import machine, mode_arguments
 from bench.procs import ROOT
 from soak import report
 from soak.deploy import deployment
-from soak.faults import FAULTS, run_faults
+from soak.faults import FAULTS, run_faults, selected
 from soak.settings import Settings
 
 DEFAULT_OUT = ROOT / "docs" / "reliability"
@@ -38,18 +38,23 @@ class Results:
 
     def __init__(self, out: Path, settings: Settings, only: list[str]) -> None:
         self.out = out
+        self.settings = settings
         self.path = out / "results.json"
         self.machine = machine()
         self.partial: dict[str, Any] | None = None
-        if only and self.path.exists():
+        if (only or settings.only_faults) and self.path.exists():
             # A run of some scenarios: the others' figures stay, and so do the run's date, mode
             # and duration; the parts measured now say their own (and the run is listed).
             self.data: dict[str, Any] = json.loads(self.path.read_text())
             self.partial = {"only": only, "mode": _mode(settings), "date": _now()}
+            if settings.only_faults:
+                self.partial["faults"] = settings.only_faults
             self.data.setdefault("partial_runs", []).append(self.partial)
         else:
             self.data = {"mode": _mode(settings), "machine": self.machine, "date": _now()}
-        if "faults" in only or not only:
+        #: A run of some faults only (``--faults``): the other rows stay, these are replaced.
+        self.some_faults = bool(settings.only_faults)
+        if ("faults" in only or not only) and not self.some_faults:
             self.data["faults"] = []
 
     def finish(self, seconds: float) -> None:
@@ -76,7 +81,15 @@ class Results:
         self.save()
 
     def fault(self, figures: dict[str, Any]) -> None:
-        self.data["faults"].append({**figures, "date": _now(), "machine": self.machine})
+        row = {**figures, "mode": _mode(self.settings), "date": _now(), "machine": self.machine}
+        rows = self.data.setdefault("faults", [])
+        names = [r["name"] for r in rows]
+        if figures["name"] in names:
+            rows[names.index(figures["name"])] = row
+        else:
+            rows.append(row)
+        order = [f.name for f in FAULTS]
+        rows.sort(key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
         self.save()
 
 
@@ -112,8 +125,14 @@ async def _scenarios(
     settings: Settings, only: list[str], results: Results, folder: Path, log: Callable[[str], None]
 ) -> None:
     if not only or "faults" in only:
-        async with deployment(folder / "faults", block_time=settings.fault_block_time) as d:
-            await run_faults(d, settings, log, results.fault)
+        if selected(settings, sentinel=False):
+            async with deployment(folder / "faults", block_time=settings.fault_block_time) as d:
+                await run_faults(d, settings, log, results.fault)
+        if selected(settings, sentinel=True):
+            async with deployment(
+                folder / "faults-sentinel", block_time=settings.fault_block_time, sentinel=True
+            ) as d:
+                await run_faults(d, settings, log, results.fault)
     if not only or "soak" in only:
         from soak.steady import run_soak
 
@@ -133,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument(
         "--faults", nargs="*", choices=[f.name for f in FAULTS], help="only these faults"
     )
+    cli.add_argument("--fault-clients", type=int, help="override the clients per fault")
     cli.add_argument("--soak-minutes", type=float, help="override the soak's duration")
     cli.add_argument("--connections", type=int, help="override the soak's connection count")
     cli.add_argument("--overload-connections", type=int, help="override the overload's count")
@@ -153,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings.for_mode(args.quick)
     settings.only_faults = args.faults or []
     for name, value in (
+        ("fault_clients", args.fault_clients),
         ("soak_minutes", args.soak_minutes),
         ("soak_connections", args.connections),
         ("overload_connections", args.overload_connections),

@@ -7,6 +7,10 @@ last cursor it saw), to the other web process first, and keeps counting; a resum
 :func:`judge` compares what a client received with the upstream's chain: blocks lost (a block of the
 final chain between the first and last height the client saw that never arrived), duplicated (the
 same hash twice) and out of order (a head whose parent the client never saw, and not the first one).
+
+A client asked to :meth:`Client.check_session` asks, on its live connection, ``wallet_getSession``
+(its scopes must be there) and ``wallet_invokeMethod eth_blockNumber`` (it must answer): whether
+a fault lost its session.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from urllib.parse import quote
 
 import trio
 
-from tests.redis.test_resume_processes import DEV, SCOPES, _Message, _read
+from tests.redis.dapp_tabs import SCOPES
+from tests.redis.test_resume_processes import DEV, _Message, _read
 from tests.support.rawws import RawWebSocket
 
 Head = tuple[float, int, str, str]
@@ -46,6 +51,13 @@ class Client:
     churning: bool = False  # this client closed its connection itself (the soak's churn)
     unexpected_closes: int = 0  # closed by the server or dropped, not by the churn
     conn: RawWebSocket | None = None
+    #: Session checks asked for (:meth:`check_session`) and done; the sessions found lost (no
+    #: scopes) and the invokes that failed.
+    checks_asked: int = 0
+    checks_done: int = 0
+    checks_unanswered: int = 0
+    sessions_lost: int = 0
+    invokes_failed: int = 0
 
     @property
     def origin(self) -> str:
@@ -104,6 +116,37 @@ class Client:
                 await trio.sleep(min(0.1 * (attempt + 1), 1.0))
         raise AssertionError("unreachable")
 
+    # -- checking the session -------------------------------------------------------------------
+
+    def check_session(self) -> None:
+        """Ask for a session check, done by :meth:`follow` after the next message it reads."""
+        self.checks_asked += 1
+
+    async def _check_session(self, conn: RawWebSocket) -> None:
+        try:
+            session = await self._call(conn, "wallet_getSession", {})
+            if DEV not in (session or {}).get("sessionScopes", {}):
+                self.sessions_lost += 1
+                self.errors.append(f"session lost: {session}")
+        except ConnectionError as exc:
+            if str(exc).startswith("closed during"):
+                raise  # no answer: not a check (the caller notes it)
+            self.sessions_lost += 1
+            self.errors.append(f"wallet_getSession: {exc}")
+        try:
+            invoked = await self._call(
+                conn,
+                "wallet_invokeMethod",
+                {"scope": DEV, "request": {"method": "eth_blockNumber", "params": []}},
+            )
+            int(invoked["result"]["result"], 16)
+        except (ConnectionError, KeyError, TypeError, ValueError) as exc:
+            if str(exc).startswith("closed during"):
+                raise
+            self.invokes_failed += 1
+            self.errors.append(f"wallet_invokeMethod failed: {exc}")
+        self.checks_done = self.checks_asked
+
     # -- following ------------------------------------------------------------------------------
 
     def _notified(self, message: _Message) -> None:
@@ -135,6 +178,13 @@ class Client:
                     if message.method is None and message.error is not None:
                         self.errors.append(f"error reply: {message.error}")
                     self._notified(message)
+                    if self.checks_done < self.checks_asked:
+                        try:
+                            await self._check_session(self.conn)
+                        except OSError as exc:  # dropped meanwhile: the loop below reconnects
+                            self.checks_done = self.checks_asked
+                            self.checks_unanswered += 1
+                            self.errors.append(f"session check: {exc}")
                     if self.resubscribe:  # a fresh connection, without subscriptions
                         self.resubscribe = False
                         self.cursor = None  # the old one could not be resumed

@@ -28,7 +28,7 @@ from bench.procs import ROOT, rss_kib
 from tests.redis.test_deployment import Upstream, lease_holder_pid, start_upstream
 from tests.redis.worker_process import WorkerProcess
 from tests.support.processes import ScopecastProcess
-from tests.support.redis_server import RedisServer, redis_command
+from tests.support.redis_server import RedisServer, SentinelFleet, primary_port, redis_command
 
 
 async def metric(port: int, name: str) -> float:
@@ -91,6 +91,13 @@ class Deployment:
     redis: RedisServer
     workers: list[WorkerProcess] = field(default_factory=list)
     webs: list[ScopecastProcess] = field(default_factory=list)
+    #: With a Sentinel fleet: ``redis`` is its primary when the deployment starts.
+    sentinels: SentinelFleet | None = None
+
+    @property
+    def redis_url(self) -> str:
+        """What the processes are given: the server, or the sentinels."""
+        return self.sentinels.url if self.sentinels is not None else self.redis.url
 
     @property
     def node(self) -> ScopecastProcess:
@@ -114,7 +121,7 @@ class Deployment:
         return script
 
     async def add_web(self, extra: tuple[str, ...] = ()) -> ScopecastProcess:
-        web = self.upstream.web(self.redis.url)
+        web = self.upstream.web(self.redis_url)
         web.args.extend(extra)
         web.executable = self._gauged()
         # INFO, not the tests' DEBUG: thousands of connections would log a line each.
@@ -124,7 +131,7 @@ class Deployment:
         return web
 
     async def add_worker(self) -> WorkerProcess:
-        worker = await self.upstream.start_worker(self.redis.url)
+        worker = await self.upstream.start_worker(self.redis_url)
         await worker.wait_for("leading from block|standing by")
         self.workers.append(worker)
         return worker
@@ -148,6 +155,12 @@ class Deployment:
     async def start_redis(self) -> None:
         """The same server started again on the same port (after :meth:`stop_redis`)."""
         await trio.to_thread.run_sync(self.redis.start)
+
+    async def primary(self) -> RedisServer:
+        """The server the sentinels name primary now."""
+        assert self.sentinels is not None
+        port = await primary_port(self.sentinels)
+        return next(s for s in (self.sentinels.primary, self.sentinels.replica) if s.port == port)
 
     def freeze(self, pid: int) -> None:
         os.kill(pid, signal.SIGSTOP)
@@ -210,12 +223,15 @@ class Deployment:
 
 @asynccontextmanager
 async def deployment(
-    folder: Path, *, block_time: str, webs: int = 2, workers: int = 2
+    folder: Path, *, block_time: str, webs: int = 2, workers: int = 2, sentinel: bool = False
 ) -> AsyncIterator[Deployment]:
-    """A running deployment; everything it started is stopped on the way out."""
+    """A running deployment; everything it started is stopped on the way out. ``sentinel``: Redis
+    is a Sentinel fleet (a primary, a replica, three sentinels) and the processes are given the
+    sentinels' ``redis+sentinel://`` URL."""
     folder.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before anything runs
-    redis = RedisServer()
-    await trio.to_thread.run_sync(redis.start)
+    fleet = SentinelFleet() if sentinel else None
+    redis = fleet.primary if fleet is not None else RedisServer()
+    await trio.to_thread.run_sync(fleet.start if fleet is not None else redis.start)
     try:
         async with trio.open_nursery() as nursery:
             with trio.fail_after(120):
@@ -223,7 +239,7 @@ async def deployment(
                 upstream = await start_upstream(
                     nursery, folder, block_time, "--state-dir", str(folder / "chain")
                 )
-                found = Deployment(folder, upstream, redis)
+                found = Deployment(folder, upstream, redis, sentinels=fleet)
                 for _ in range(workers):  # one at a time: the first one leads
                     await found.add_worker()
                 for _ in range(webs):
@@ -238,4 +254,6 @@ async def deployment(
                     found.thaw(found.node.pid)
                 nursery.cancel_scope.cancel()
     finally:
+        if fleet is not None:
+            fleet.close()
         redis.close()

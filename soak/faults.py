@@ -28,6 +28,7 @@ from bench.loadgen import percentile
 from soak.clients import Client, Head, connect_all, judge, until
 from soak.deploy import Deployment, fd_count
 from soak.settings import Settings
+from tests.support.redis_server import RedisServer, redis_command
 
 Inject = Callable[[Deployment, Settings], Awaitable[Callable[[], Awaitable[None]] | None]]
 """Breaks something and undoes it when the fault is over; returns what puts the deployment back
@@ -83,6 +84,42 @@ async def restart_redis(d: Deployment, s: Settings) -> None:
     await d.start_redis()
 
 
+async def flush_redis(d: Deployment, s: Settings) -> None:
+    """Redis loses its data while every process stays connected (only the epoch tells)."""
+    revert = await _reorg_begun(d)
+    await d.redis_command("FLUSHALL")
+    await revert()  # as the processes repair
+
+
+async def kill_redis_primary(d: Deployment, s: Settings) -> Callable[[], Awaitable[None]]:
+    """``kill -9`` of the Sentinel fleet's primary: the sentinels promote the replica."""
+    revert = await _reorg_begun(d)
+    primary = await d.primary()
+    primary.kill()
+    await revert()  # while the sentinels fail over
+
+    async def repair() -> None:
+        # Started again (empty: no persistence), it rejoins as a replica of the new primary once
+        # the sentinels tell it to; the next run kills whichever is primary then.
+        await until_promoted(d, primary)
+        await trio.to_thread.run_sync(primary.start)
+        await until_replicating(primary)
+
+    return repair
+
+
+async def until_promoted(d: Deployment, killed: RedisServer) -> None:
+    while (await d.primary()) is killed:  # noqa: ASYNC110 - the sentinels have no event to wait on
+        await trio.sleep(0.1)
+
+
+async def until_replicating(server: RedisServer) -> None:
+    while b"master_link_status:up" not in await redis_command(  # noqa: ASYNC110
+        server.port, "INFO", "replication"
+    ):
+        await trio.sleep(0.1)
+
+
 async def kill_redis_connections(d: Deployment, s: Settings) -> None:
     revert = await _reorg_begun(d)
     await d.redis_command("CLIENT", "KILL", "TYPE", "normal")
@@ -122,6 +159,8 @@ class Fault:
     inject: Inject
     reorg: str
     """When the reorg 5 blocks deep that comes with the fault is reverted (for the report)."""
+    sentinel: bool = False
+    """Run in the deployment whose Redis is a Sentinel fleet (else the one with a lone server)."""
 
 
 FAULTS = [
@@ -142,6 +181,19 @@ FAULTS = [
         "Redis SHUTDOWN NOSAVE, started again",
         restart_redis,
         "while Redis is down",
+    ),
+    Fault(
+        "flush_redis",
+        "Redis FLUSHALL (its data lost, every process still connected)",
+        flush_redis,
+        "at once after the FLUSHALL, as the processes repair",
+    ),
+    Fault(
+        "kill_redis_primary",
+        "kill -9 of the Redis primary (Sentinel: a replica, three sentinels)",
+        kill_redis_primary,
+        "at once after the kill, while the sentinels fail over",
+        sentinel=True,
     ),
     Fault(
         "kill_redis_connections",
@@ -221,6 +273,11 @@ async def run_fault(
                     not_recovered += 1
             # the blocks mined during the recovery have arrived too
             await _caught_up(clients, marks, time.monotonic(), await d.head(), 5.0)
+            # every session still answers, and invokes work, on the connection it has now
+            for client in clients:
+                client.check_session()
+            with trio.move_on_after(s.recover_timeout):
+                await until(lambda: all(c.checks_done == c.checks_asked for c in clients))
             low = min((c.heads[m - 1][1] for c, m in zip(clients, marks, strict=True)), default=0)
             high = max((c.heads[-1][1] for c in clients if c.heads), default=low)
             chain = await d.canonical(low, high)
@@ -252,6 +309,9 @@ async def run_fault(
         "client_errors": len(errors),
         "client_error_kinds": sorted({e.split(":")[0] for e in errors}),
         "reconnects": sum(len(c.closes) for c in clients),
+        "session_checks": sum(c.checks_done - c.checks_unanswered for c in clients),
+        "sessions_lost": sum(c.sessions_lost for c in clients),
+        "invokes_failed": sum(c.invokes_failed for c in clients),
         "failed_connect_attempts": sum(c.failed_attempts for c in clients),
         "injection_failures": failures,
     }
@@ -261,14 +321,21 @@ def _round(value: float) -> float | None:
     return None if value != value else round(value, 3)  # NaN: nothing measured
 
 
+def selected(s: Settings, *, sentinel: bool) -> list[Fault]:
+    """The faults to run in the deployment with (or without) a Sentinel fleet."""
+    return [
+        f
+        for f in FAULTS
+        if f.sentinel == sentinel and (not s.only_faults or f.name in s.only_faults)
+    ]
+
+
 async def run_faults(
     d: Deployment,
     s: Settings,
     log: Callable[[str], None],
     done: Callable[[dict[str, Any]], None],
 ) -> None:
-    for fault in FAULTS:
-        if s.only_faults and fault.name not in s.only_faults:
-            continue
+    for fault in selected(s, sentinel=d.sentinels is not None):
         log(f"fault: {fault.label} ({s.fault_runs} runs, {s.fault_clients} clients)")
         done(await run_fault(d, fault, s, log))

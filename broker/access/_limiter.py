@@ -120,12 +120,13 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 
-#: KEYS: the key's slots; ARGV: TTL (ms), then the slots this process holds. XX: a slot given back
-#: meanwhile is not brought back.
+#: KEYS: the key's slots; ARGV: TTL (ms), 'XX' or 'NX', then the slots this process holds. XX (a
+#: refresh): a slot given back meanwhile is not brought back; NX (after Redis lost its data): the
+#: slots are written back.
 REFRESH_SLOTS_SCRIPT: Final = """
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i]) end
+for i = 3, #ARGV do redis.call('ZADD', KEYS[1], ARGV[2], expiry, ARGV[i]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 """
@@ -236,6 +237,16 @@ class RedisLimiter(Limiter):
             log.warning("limits counted in Redis again")
         return result
 
+    async def restore_slots(self) -> int:
+        """Redis lost its data: write back the connection slots this process holds (else other
+        processes could open a key's ``max_connections`` again). How many."""
+        restored = 0
+        for key, slots in list(self._held.items()):
+            if slots:
+                await self._refresh([self._key("conns", key)], [self._slot_ttl_ms, "NX", *slots])
+                restored += len(slots)
+        return restored
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the round trips of :meth:`take` and keep this process's slots alive (every third
         of their TTL), until cancelled."""
@@ -253,7 +264,7 @@ class RedisLimiter(Limiter):
                     continue
                 try:
                     refresh = functools.partial(
-                        self._refresh, [self._key("conns", key)], [ttl, *slots]
+                        self._refresh, [self._key("conns", key)], [ttl, "XX", *slots]
                     )
                     await self._run(refresh)
                 except LimiterUnavailable as exc:

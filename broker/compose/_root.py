@@ -40,14 +40,16 @@ from broker.core import Core
 from broker.limits import Limits
 from broker.networks import Networks
 from broker.redis import (
+    EpochWatch,
     RedisChangeBus,
     RedisClient,
     RedisEventBus,
     RedisSessionStore,
+    Repair,
     hold_redis,
     redis_client,
 )
-from broker.resume import RedisResumeStore
+from broker.resume import RedisResumeStore, ResumeKeeper
 from broker.session_changes import MemoryChangeBus
 from broker.session_service import SessionService
 from broker.signing import SigningGateway
@@ -67,19 +69,44 @@ class _RedisBackends:
     changes: RedisChangeBus
     #: Resume records: a connection dropped here resumes on any web process.
     resume: RedisResumeStore
+    #: Notices that Redis lost its data, and runs the repairs (README "Redis in production").
+    epoch: EpochWatch
 
     @classmethod
     def for_url(cls, url: str, config: Config) -> _RedisBackends:
         client = redis_client(url)
         window = config.server.resume_window
+        epoch = EpochWatch(client)
         return cls(
             url,
             client,
             RedisEventBus(client, maxlen=config.server.stream_maxlen, window=window),
-            RedisSessionStore(client),
+            RedisSessionStore(client, epoch=epoch),
             RedisChangeBus(client, window=window),
             RedisResumeStore(client),
+            epoch,
         )
+
+    def repair_after_loss(
+        self, sessions: SessionService, resume: ResumeKeeper | None, access: AccessControl | None
+    ) -> Service:
+        """Register what this process writes back when Redis lost its data; the service that
+        watches for the loss."""
+        self.epoch.on_loss("sessions", sessions.restore_after_loss)
+        if resume is not None:
+            self.epoch.on_loss("resume records", resume.restore_after_loss)
+        limiter = access.limiter if access is not None else None
+        if isinstance(limiter, RedisLimiter):
+
+            async def restore_slots() -> Repair:
+                return Repair({"connection slots": await limiter.restore_slots()})
+
+            self.epoch.on_loss("connection slots", restore_slots)
+
+        async def watch(nursery: trio.Nursery) -> None:
+            await nursery.start(self.epoch.serve)
+
+        return watch
 
 
 # -- end of Redis -------------------------------------------------------------------------------
@@ -210,6 +237,8 @@ def build_broker(
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
             core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
+    if redis is not None:
+        services.append(redis.repair_after_loss(sessions, core.resume, access))
     admin = AdminApi(networks, core.metrics, sessions, _admin_token(given, config, policy))
     feed = OperatorFeed(sessions)
     policy.watch(feed.on_approval)

@@ -17,6 +17,7 @@ from broker.redis._streams import (
     follow_streams,
     read_stream_range,
     start_positions,
+    stream_holds,
 )
 from broker.session_changes import ChangeHandler, SessionChange, SessionChangeBus
 
@@ -71,6 +72,9 @@ class RedisChangeBus(SessionChangeBus):
 
         task_status.started(as_bytes(positions[self.key.encode()]).decode())
         await follow_streams(self.client, positions, deliver, block_ms=self.block_ms)
+
+    async def holds(self, position: Position) -> bool:
+        return await stream_holds(self.client, self.key, position)
 
     async def read_range(
         self, after: Position, upto: Position

@@ -24,6 +24,7 @@ from broker.redis._streams import (
     follow_streams,
     read_stream_range,
     start_positions,
+    stream_holds,
 )
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def decode_stream_event(chain: str, fields: Mapping[bytes, bytes]) -> ChainEvent
     return HeadEvent(chain, wire.block)
 
 
-def _completes(event: ChainEvent) -> ChainBlock | None:
+def completes(event: ChainEvent) -> ChainBlock | None:
     """The block whose events end with ``event`` (its head when it has no logs, else its logs)."""
     if isinstance(event, HeadEvent):
         return None if event.block.logs else event.block
@@ -193,7 +194,7 @@ class RedisEventBus(EventBus):
         wire = _WireEvent(
             isinstance(event, LogsEvent), getattr(event, "removed", False), event.block
         )
-        done = _completes(event)
+        done = completes(event)
         head = (
             b""
             if done is None
@@ -272,6 +273,9 @@ class RedisEventBus(EventBus):
             {by_key[as_bytes(k)]: as_bytes(v).decode() for k, v in positions.items()}
         )
         await follow_streams(self.client, positions, deliver, block_ms=self.block_ms)
+
+    async def holds(self, chain: str, position: Position) -> bool:
+        return await stream_holds(self.client, self.keys(chain).events, position)
 
     async def read_range(
         self, chain: str, after: Position, upto: Position

@@ -87,6 +87,13 @@ async def follow_streams(
 _STREAM_ID: Final = re.compile(r"\A([0-9]{1,20})-([0-9]{1,20})\Z")
 
 
+async def stream_holds(client: RedisClient, key: str, position: str) -> bool:
+    """Whether stream ``key`` still has the entry ``position``."""
+    if _STREAM_ID.match(position) is None:
+        return False
+    return bool(await client.xrange(key, position, position, count=1))
+
+
 async def read_stream_range(
     client: RedisClient, key: str, after: str, upto: str, window: float
 ) -> list[tuple[str, dict[bytes, bytes]]] | None:

@@ -30,6 +30,7 @@ from broker.cursors import (
     with_cursor,
 )
 from broker.events import FamilyEvent
+from broker.redis import Repair
 from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
 from broker.session_changes import SessionChange, SessionChangeBus
 from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
@@ -223,6 +224,39 @@ class ResumeKeeper:
             dirty, self._dirty = self._dirty, set()
             for conn in dirty:
                 await self._save(conn, LIVE_TTL)
+
+    # -- after Redis lost its data -------------------------------------------------------------------
+
+    async def restore_after_loss(self) -> Repair:
+        """Write back the records of this process's open connections, and start the positions
+        that are gone from their logs over at the logs' beginning (``0-0``): a cursor sent from
+        now on names only entries that the logs hold again, while one sent before the loss names
+        an entry gone, and its resume is told ``complete: false``."""
+        repair = Repair()
+        reset = 0
+        for feed, position in self.positions.snapshot().items():
+            if feed in self.family_logs or position == "0-0":
+                continue  # in this process's memory: nothing was lost
+            holds = (
+                self.changes.holds(position)
+                if feed == CHANGES and self.changes is not None
+                else self.bus.holds(feed, position)
+            )
+            # No await between the check of the position and its reset: the reader may have
+            # delivered an entry of the new log meanwhile, and that position stands.
+            if not await holds and self.positions.get(feed) == position:
+                self.positions.advance(feed, "0-0")
+                reset += 1
+        owners = list(self._owners.values())
+        for conn in owners:
+            await self._save(conn, LIVE_TTL)
+        repair.repaired["resume records"] = len(owners)
+        repair.repaired["log positions started over"] = reset
+        repair.lost_uncounted.append(
+            "the records of connections closed before the loss, and every cursor sent before "
+            "it (their resumes say complete: false)"
+        )
+        return repair
 
     # -- resuming -----------------------------------------------------------------------------------
 

@@ -34,6 +34,9 @@ class ConnectedDapps:
         # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
         # SPEC's): an ended session is announced in the dialect it was created in.
         self._current_dialect: set[Identity] = set()
+        # The stored bytes of each connected identity's session as last read, written or heard
+        # (None: it had none): what this process writes back if Redis loses its data.
+        self._known: dict[Identity, bytes | None] = {}
 
     @property
     def by_identity(self) -> Mapping[Identity, Sequence[WebSocketConnection]]:
@@ -58,6 +61,7 @@ class ConnectedDapps:
                 conns.remove(conn)
             if not conns:
                 del self._connections[identity]
+                self._known.pop(identity, None)
                 if self.tracker.gone(identity, trio.current_time()):
                     self._current_dialect.discard(identity)
 
@@ -79,6 +83,19 @@ class ConnectedDapps:
         """Watch the expiry of a connected identity's session, as stored now."""
         if identity in self._connections:
             self.tracker.watch(identity, session.expiry if session is not None else None)
+
+    def remember(self, identity: Identity, data: bytes | None) -> None:
+        """The stored bytes of ``identity``'s session now (None: none), if it is connected here."""
+        if identity in self._connections:
+            self._known[identity] = data
+
+    def recall(self, identity: Identity) -> bytes | None:
+        """The bytes :meth:`remember` kept of ``identity``'s session (None: none, or unknown)."""
+        return self._known.get(identity)
+
+    def known(self, identity: Identity) -> bool:
+        """Whether this process knows what ``identity``'s session is (or that it has none)."""
+        return identity in self._known
 
     def dialect(self, identity: Identity) -> str:
         """The dialect to tell ``identity`` of a session that ended (its last one's)."""

@@ -138,6 +138,7 @@ class ChangeFanOut:
                 gone = decode_session(change.session) if change.session is not None else None
                 tracker.watch(change.identity, gone.expiry if gone else None)
             return  # a dapp of another process: that process tracks and ends its session
+        dapps.remember(change.identity, change.session)
         session = decode_session(change.session) if change.session is not None else None
         dialect = dapps.dialect(change.identity)
         dapps.watch(change.identity, session)
@@ -155,6 +156,22 @@ class ChangeFanOut:
             self._send(conn, message)
             if account_message is not None:
                 self._send(conn, account_message)
+
+    def tell_lost(self, identity: Identity) -> int:
+        """Tell the dapp's connections here that its session is gone (lost with Redis's data, and
+        not known here to write back), without publishing it: another process may have restored
+        it. How many connections were told."""
+        conns = self._dapps.connections(identity)
+        message = notification_bytes(
+            "wallet_sessionChanged", changed_params(None, self._dapps.dialect(identity))
+        )
+        for conn in list(conns):
+            self.prune(conn, None)
+            if self._resume is not None:
+                conn.send_message(with_cursor(message, self._resume.cursor(conn)))
+            else:
+                conn.send_message(message)
+        return len(conns)
 
     def replay_changes(
         self, api_key: str, origin: str, changes: list[tuple[Position, SessionChange]], owner: str

@@ -15,10 +15,12 @@ from broker.bus import Position
 from broker.client_profiles import METAMASK
 from broker.dispatch import CallContext, Dispatcher, Handler
 from broker.networks import Networks
+from broker.redis import Repair
 from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
 from broker.session_service._connected import ConnectedDapps
 from broker.session_service._expiry_watch import ExpiryWatch
 from broker.session_service._fanout import ChangeFanOut
+from broker.session_service._restore import restore_sessions
 from broker.session_service._wallet_methods import WalletMethods
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
@@ -83,6 +85,7 @@ class SessionService:
         )
         self._expiry = ExpiryWatch(self._dapps, self.store, self.changes, clock=clock)
         self._nursery: trio.Nursery | None = None
+        self.store.observe(self._dapps.remember, self._dapps.recall)
 
     # -- wiring (the composition root) ------------------------------------------------------------
 
@@ -121,6 +124,11 @@ class SessionService:
     @expiry_check.setter
     def expiry_check(self, seconds: float) -> None:
         self._expiry.period = seconds
+
+    async def restore_after_loss(self) -> Repair:
+        """Redis lost its data: write back the sessions of the dapps connected here, and tell
+        those whose session is not known here that it is gone (see :mod:`._restore`)."""
+        return await restore_sessions(self._dapps, self.store, self._fanout, self.clock)
 
     # -- for the operator API, the console and resume ---------------------------------------------
 

@@ -54,6 +54,25 @@ class SessionStore(ABC):
         """Forget the session of ``identity``; whether there was one (a :meth:`modify`)."""
         return await self.modify(identity, lambda current: (None, current is not None))
 
+    def observe(
+        self,
+        observer: Callable[[Identity, bytes | None], None],
+        recall: Callable[[Identity], bytes | None],
+    ) -> None:
+        """Tell ``observer`` the stored bytes of every session read or written (None: none);
+        ``recall``: what the observer kept of one. Only a store that can lose its data (Redis)
+        uses them; this one ignores them."""
+        del observer, recall
+
+    async def restore(self, session: Session, data: bytes) -> bool:
+        """Write back ``session`` (stored as ``data``) lost with the store's data, unless one is
+        stored meanwhile; whether it was written."""
+
+        def put_back(current: Session | None) -> tuple[Session | None, bool]:
+            return (current, False) if current is not None else (session, True)
+
+        return await self.modify(session.identity, put_back)
+
 
 class MemorySessionStore(SessionStore):
     """Sessions in a dict of this process: the backend when no Redis is configured."""

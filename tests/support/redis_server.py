@@ -35,11 +35,24 @@ def _answers_ping(port: int) -> bool:
         return False
 
 
-class RedisServer:
-    """One ``redis-server`` process; ``start()`` again after ``stop()`` reuses the port."""
+def _binary() -> str:
+    binary = shutil.which(REDIS_SERVER)
+    if binary is None:
+        raise RuntimeError(
+            "redis-server is not installed: the Redis tests start their own "
+            "(apt-get install redis-server)"
+        )
+    return binary
 
-    def __init__(self, port: int | None = None) -> None:
+
+class RedisServer:
+    """One ``redis-server`` process; ``start()`` again after ``stop()`` reuses the port.
+
+    ``replica_of``: the port of the primary it replicates (a replica)."""
+
+    def __init__(self, port: int | None = None, *, replica_of: int | None = None) -> None:
         self.port = port or free_port()
+        self.replica_of = replica_of
         self.process: subprocess.Popen[bytes] | None = None
         self._dir = tempfile.mkdtemp(prefix="scopecast-redis-")
 
@@ -48,15 +61,12 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        binary = shutil.which(REDIS_SERVER)
-        if binary is None:
-            raise RuntimeError(
-                "redis-server is not installed: the Redis tests start their own "
-                "(apt-get install redis-server)"
-            )
+        replication = (
+            [] if self.replica_of is None else ["--replicaof", "127.0.0.1", str(self.replica_of)]
+        )
         self.process = subprocess.Popen(
             [
-                binary,
+                _binary(),
                 "--port",
                 str(self.port),
                 "--bind",
@@ -67,10 +77,15 @@ class RedisServer:
                 "no",
                 "--dir",
                 self._dir,
+                *replication,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        self._wait_until_up()
+
+    def _wait_until_up(self) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + START_TIMEOUT
         while not _answers_ping(self.port):
             if self.process.poll() is not None:
@@ -92,9 +107,95 @@ class RedisServer:
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=5)
 
+    def kill(self) -> None:
+        """SIGKILL by its pid (a crash: nothing flushed, no goodbye to replicas or clients)."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SentinelServer(RedisServer):
+    """One ``redis-server --sentinel`` watching the primary ``master`` on ``primary_port``, taking
+    it for down after ``down_after_ms`` without an answer (quorum 2)."""
+
+    def __init__(self, primary_port: int, *, master: str, down_after_ms: int = 1000) -> None:
+        super().__init__()
+        self.primary_port = primary_port
+        self.master = master
+        self.down_after_ms = down_after_ms
+
+    def start(self) -> None:
+        config = os.path.join(self._dir, "sentinel.conf")
+        if not os.path.exists(config):  # a restart keeps what the sentinel learnt
+            with open(config, "w") as file:
+                file.write(
+                    f"port {self.port}\nbind 127.0.0.1\ndir {self._dir}\n"
+                    f"sentinel monitor {self.master} 127.0.0.1 {self.primary_port} 2\n"
+                    f"sentinel down-after-milliseconds {self.master} {self.down_after_ms}\n"
+                    f"sentinel failover-timeout {self.master} 10000\n"
+                    f"sentinel parallel-syncs {self.master} 1\n"
+                )
+        self.process = subprocess.Popen(
+            [_binary(), config, "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self._wait_until_up()
+
+
+class SentinelFleet:
+    """A primary, a replica of it and three sentinels, every one a real process on loopback."""
+
+    def __init__(self, master: str = "scopecast") -> None:
+        self.master = master
+        self.primary = RedisServer()
+        self.replica = RedisServer(replica_of=self.primary.port)
+        self.sentinels = [SentinelServer(self.primary.port, master=master) for _ in range(3)]
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{self.master}/0"
+
+    def start(self) -> None:
+        self.primary.start()
+        self.replica.start()
+        for sentinel in self.sentinels:
+            sentinel.start()
+
+    def close(self) -> None:
+        for server in [*self.sentinels, self.replica, self.primary]:
+            server.close()
+
+
+async def primary_port(fleet: SentinelFleet) -> int:
+    """The port of the primary the first sentinel names now."""
+    stream = await trio.open_tcp_stream("127.0.0.1", fleet.sentinels[0].port)
+    async with stream:
+        await stream.send_all(f"SENTINEL GET-MASTER-ADDR-BY-NAME {fleet.master}\r\n".encode())
+        reply = b""
+        while reply.count(b"\r\n") < 5:  # *2, $len, host, $len, port
+            chunk = await stream.receive_some(4096)
+            if not chunk:
+                raise RuntimeError(f"the sentinel closed the connection after {reply!r}")
+            reply += chunk
+    return int(reply.split(b"\r\n")[4])
+
+
+@contextmanager
+def sentinel_fleet() -> Iterator[SentinelFleet]:
+    """A running :class:`SentinelFleet`, stopped on exit."""
+    fleet = SentinelFleet()
+    try:
+        fleet.start()
+        yield fleet
+    finally:
+        fleet.close()
 
 
 @contextmanager
