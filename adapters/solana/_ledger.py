@@ -33,6 +33,7 @@ from adapters._ed25519 import derive_keypairs
 
 from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
 from ._options import SolanaDevOptions
+from ._token import NATIVE_MINT, TOKEN_PROGRAM, native_mint_data
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
 BLOCKHASH_VALIDITY: Final = 150
@@ -96,6 +97,11 @@ class Ledger:
         for keypair in self.keypairs:
             self._fund(keypair.pubkey(), options.lamports)
         self._fund(self.faucet.pubkey(), FAUCET_LAMPORTS)
+        # Every cluster has the native mint from genesis: without it a wrapped-SOL account
+        # cannot be made (the token program answers IncorrectProgramId).
+        native = native_mint_data()
+        rent = self.svm.minimum_balance_for_rent_exemption(len(native))
+        self.svm.set_account(NATIVE_MINT, Account(rent, native, TOKEN_PROGRAM, False, 0))
         self.slot = 0
         self._blockhashes: dict[bytes, int] = {self.genesis_hash: 0}
         self._recent: deque[bytes] = deque([self.genesis_hash])

@@ -31,7 +31,7 @@ from ._errors import (
 )
 from ._events import TransactionRecord
 from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
-from ._token import mint_decimals
+from ._token_methods import TOKEN_HANDLERS, TokenMethods
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -86,13 +86,17 @@ class SolanaMethods:
     def __init__(self, ledger: Ledger, *, automine: bool) -> None:
         self.ledger = ledger
         self.automine = automine
+        self.tokens = TokenMethods(ledger, self._config, self._wrap)
+        self._decimals_of = self.tokens.decimals_of
 
-    METHODS: Final = frozenset(HANDLERS) | frozenset(READINGS)
+    METHODS: Final = frozenset(HANDLERS) | frozenset(READINGS) | frozenset(TOKEN_HANDLERS)
 
     def table(self) -> dict[str, Handler]:
         table: dict[str, Handler] = {
             name: getattr(self, attribute) for name, attribute in HANDLERS.items()
         }
+        for name, attribute in TOKEN_HANDLERS.items():
+            table[name] = getattr(self.tokens, attribute)
         for name, attribute in READINGS.items():
             table[name] = self._reading(attribute)
         return table
@@ -207,10 +211,6 @@ class SolanaMethods:
         if account is None:
             return None
         return wire.encode_account(account, encoding, window, self._decimals_of)
-
-    def _decimals_of(self, mint: bytes) -> int | None:
-        account = self.ledger.account(Pubkey.from_bytes(mint))
-        return None if account is None else mint_decimals(bytes(account.data))
 
     def get_account_info(self, params: list[Any], now: float) -> Any:
         address, value = wire.positional(params, 1, 2)

@@ -19,7 +19,9 @@ from solana.exceptions import SolanaRpcException
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.commitment import Confirmed, Finalized
 from solana.rpc.core import RPCException
+from solana.rpc.models import TokenAccountOpts
 from solana.rpc.websocket_api import SolanaWsClient
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
@@ -29,8 +31,19 @@ from solders.rpc.responses import (
     SignatureNotification,
 )
 from solders.system_program import ID as SYSTEM_PROGRAM
-from solders.system_program import TransferParams, transfer
+from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import Transaction, VersionedTransaction
+from spl.token.constants import TOKEN_PROGRAM_ID
+from spl.token.constants import WRAPPED_SOL_MINT as NATIVE_MINT
+from spl.token.instructions import (
+    approve,
+    create_associated_token_account,
+    get_associated_token_address,
+    initialize_mint,
+    mint_to,
+    sync_native,
+)
+from spl.token.models import ApproveParams, InitializeMintParams, MintToParams, SyncNativeParams
 
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
@@ -236,3 +249,106 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
     assert landed.result.value.err is None
     assert landed.result.context.slot == written.result.context.slot
     assert seen["signature_ended"] == "Subscription handle is no longer active"
+
+
+async def test_spl_token_reads() -> None:
+    """A mint, an associated token account and a wrapped-SOL account made with solana-py's SPL
+    Token instructions, read back with ``AsyncClient``'s token methods (decoded by solders)."""
+    mint = Keypair()
+
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        async def land(signers: list[Keypair], *instructions: Instruction) -> None:
+            blockhash = (await client.get_latest_blockhash()).value.blockhash
+            message = Message(list(instructions), signers[0].pubkey())
+            tx = VersionedTransaction.from_legacy(Transaction(signers, message, blockhash))
+            signature = (await client.send_transaction(tx)).value
+            await client.confirm_transaction(signature, sleep_seconds=0.05)
+
+        rent = (await client.get_minimum_balance_for_rent_exemption(82)).value
+        ata = get_associated_token_address(BOB.pubkey(), mint.pubkey())
+        wrapped = get_associated_token_address(BOB.pubkey(), NATIVE_MINT)
+        await land(
+            [ALICE, mint],
+            create_account(
+                CreateAccountParams(
+                    from_pubkey=ALICE.pubkey(),
+                    to_pubkey=mint.pubkey(),
+                    lamports=rent,
+                    space=82,
+                    owner=TOKEN_PROGRAM_ID,
+                )
+            ),
+            initialize_mint(
+                InitializeMintParams(
+                    decimals=6,
+                    program_id=TOKEN_PROGRAM_ID,
+                    mint=mint.pubkey(),
+                    mint_authority=ALICE.pubkey(),
+                )
+            ),
+            create_associated_token_account(ALICE.pubkey(), BOB.pubkey(), mint.pubkey()),
+            mint_to(
+                MintToParams(
+                    program_id=TOKEN_PROGRAM_ID,
+                    mint=mint.pubkey(),
+                    dest=ata,
+                    mint_authority=ALICE.pubkey(),
+                    amount=2_500_000,
+                )
+            ),
+        )
+        await land(
+            [BOB],
+            create_associated_token_account(BOB.pubkey(), BOB.pubkey(), NATIVE_MINT),
+            transfer(TransferParams(from_pubkey=BOB.pubkey(), to_pubkey=wrapped, lamports=SOL)),
+            sync_native(SyncNativeParams(program_id=TOKEN_PROGRAM_ID, account=wrapped)),
+            approve(
+                ApproveParams(
+                    program_id=TOKEN_PROGRAM_ID,
+                    source=ata,
+                    delegate=ALICE.pubkey(),
+                    owner=BOB.pubkey(),
+                    amount=1,
+                )
+            ),
+        )
+        return {
+            "ata": ata,
+            "wrapped": wrapped,
+            "balance": (await client.get_token_account_balance(ata)).value,
+            "wsol": (await client.get_token_account_balance(wrapped)).value,
+            "supply": (await client.get_token_supply(mint.pubkey())).value,
+            "largest": (await client.get_token_largest_accounts(mint.pubkey())).value,
+            "owned": (
+                await client.get_token_accounts_by_owner_json_parsed(
+                    BOB.pubkey(), TokenAccountOpts(program_id=TOKEN_PROGRAM_ID)
+                )
+            ).value,
+            "of_mint": (
+                await client.get_token_accounts_by_owner(
+                    BOB.pubkey(), TokenAccountOpts(mint=mint.pubkey())
+                )
+            ).value,
+            "delegated": (
+                await client.get_token_accounts_by_delegate_json_parsed(
+                    ALICE.pubkey(), TokenAccountOpts(mint=mint.pubkey())
+                )
+            ).value,
+        }
+
+    seen = await on_solana(scenario)
+    assert (seen["balance"].amount, seen["balance"].decimals) == ("2500000", 6)
+    assert seen["balance"].ui_amount_string == "2.5"
+    assert (seen["wsol"].amount, seen["wsol"].ui_amount) == (str(SOL), 1.0)
+    assert seen["supply"].amount == "2500000"
+    assert [(entry.address, entry.amount.amount) for entry in seen["largest"]] == [
+        (seen["ata"], "2500000")
+    ]
+    owned = {entry.pubkey: entry.account.data.parsed for entry in seen["owned"]}
+    assert set(owned) == {seen["ata"], seen["wrapped"]}
+    assert owned[seen["wrapped"]]["info"]["isNative"] is True
+    assert owned[seen["ata"]]["info"]["mint"] == str(mint.pubkey())
+    assert [entry.pubkey for entry in seen["of_mint"]] == [seen["ata"]]
+    assert bytes(seen["of_mint"][0].account.data)[32:64] == bytes(BOB.pubkey())
+    delegated = seen["delegated"][0].account.data.parsed["info"]
+    assert delegated["delegate"] == str(ALICE.pubkey())
