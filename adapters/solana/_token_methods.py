@@ -54,31 +54,27 @@ class TokenMethods:
             raise invalid_param("could not find mint")
         return decimals
 
-    def _existing(self, key: Pubkey) -> Account:
+    def _state(
+        self, params: list[Any], is_kind: Callable[[bytes], bool], kind: str
+    ) -> tuple[Pubkey, bytes]:
+        """The account a ``[address, config?]`` call names and its data, checked to be a token
+        program's ``kind`` (``Token mint``, ``Token account``)."""
+        address, options = wire.positional(params, 1, 2)
+        key = wire.pubkey(address)
+        self._config(options)
         account = self.ledger.account(key)
         if account is None:
             raise invalid_param("could not find account")
-        return account
-
-    def _mint(self, params: list[Any]) -> tuple[Pubkey, bytes]:
-        """The mint a ``[mint, config?]`` call names, and its data."""
-        address, options = wire.positional(params, 1, 2)
-        key = wire.pubkey(address)
-        self._config(options)
-        account = self._existing(key)
         data = bytes(account.data)
-        if account.owner not in token.TOKEN_PROGRAMS or not token.is_mint(data):
-            raise invalid_param("not a Token mint")
+        if account.owner not in token.TOKEN_PROGRAMS or not is_kind(data):
+            raise invalid_param(f"not a {kind}")
         return key, data
 
+    def _mint(self, params: list[Any]) -> tuple[Pubkey, bytes]:
+        return self._state(params, token.is_mint, "Token mint")
+
     def get_token_account_balance(self, params: list[Any], now: float) -> Any:
-        address, options = wire.positional(params, 1, 2)
-        key = wire.pubkey(address)
-        self._config(options)
-        account = self._existing(key)
-        data = bytes(account.data)
-        if account.owner not in token.TOKEN_PROGRAMS or not token.is_token_account(data):
-            raise invalid_param("not a Token account")
+        _, data = self._state(params, token.is_token_account, "Token account")
         decimals = self._mint_decimals(token.account_mint(data))
         return self._wrap(token.token_amount(token.account_amount(data), decimals))
 
