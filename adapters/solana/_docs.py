@@ -37,6 +37,15 @@ COMPONENTS: Final[dict[str, Any]] = {
             "encoding": {"type": "string"},
         },
     },
+    "SolanaTokenAmount": {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "string"},
+            "decimals": {"type": "integer"},
+            "uiAmount": {"type": ["number", "null"]},
+            "uiAmountString": {"type": "string"},
+        },
+    },
     "SolanaAccount": {
         "oneOf": [
             {
@@ -164,6 +173,31 @@ METHOD_DOCS: Final[dict[str, MethodDoc]] = {
         "Lamports from the dev faucet",
         (_ADDRESS, _param("lamports", _INTEGER), _CONFIG),
         _ref("SolanaSignature"),
+    ),
+    "getTokenAccountBalance": _doc(
+        "A token account's balance",
+        (_param("account", _ref("SolanaAddress")), _CONFIG),
+        _wrapped(_ref("SolanaTokenAmount")),
+    ),
+    "getTokenAccountsByOwner": _doc(
+        "The token accounts of an owner, of one mint or one token program",
+        (_ADDRESS, _param("filter", {"type": "object"}), _CONFIG),
+        _wrapped({"type": "array"}),
+    ),
+    "getTokenAccountsByDelegate": _doc(
+        "The token accounts a delegate may spend from, of one mint or one token program",
+        (_ADDRESS, _param("filter", {"type": "object"}), _CONFIG),
+        _wrapped({"type": "array"}),
+    ),
+    "getTokenSupply": _doc(
+        "A mint's supply",
+        (_param("mint", _ref("SolanaAddress")), _CONFIG),
+        _wrapped(_ref("SolanaTokenAmount")),
+    ),
+    "getTokenLargestAccounts": _doc(
+        "The 20 largest accounts of a mint",
+        (_param("mint", _ref("SolanaAddress")), _CONFIG),
+        _wrapped({"type": "array"}),
     ),
     "scopecast_advanceSlots": _doc(
         "Dev: produce slots now (1 to 10,000)",

@@ -24,6 +24,9 @@ class TransactionRecord:
     accounts: tuple[str, ...]
     pre_balances: tuple[int, ...]
     post_balances: tuple[int, ...]
+    #: ``preTokenBalances`` / ``postTokenBalances``: the token accounts among its keys, as JSON.
+    pre_token_balances: tuple[dict[str, Any], ...] = ()
+    post_token_balances: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

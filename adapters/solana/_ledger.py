@@ -33,7 +33,18 @@ from adapters._ed25519 import derive_keypairs
 
 from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
 from ._options import SolanaDevOptions
-from ._token import NATIVE_MINT, TOKEN_PROGRAM, native_mint_data
+from ._token import (
+    NATIVE_MINT,
+    TOKEN_PROGRAM,
+    TOKEN_PROGRAMS,
+    account_amount,
+    account_mint,
+    account_owner,
+    is_token_account,
+    mint_decimals,
+    native_mint_data,
+    token_amount,
+)
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
 BLOCKHASH_VALIDITY: Final = 150
@@ -219,6 +230,7 @@ class Ledger:
         """Land ``tx`` in the current slot (failed or not, as Solana with preflight skipped)."""
         keys = list(tx.message.account_keys)
         pre = tuple(self.balance(key) for key in keys)
+        pre_tokens = self.token_balances(keys)
         result: TransactionMetadata | FailedTransactionMetadata = self.svm.send_transaction(tx)
         if isinstance(result, FailedTransactionMetadata):
             err: Any = result.err()
@@ -238,6 +250,8 @@ class Ledger:
             accounts=tuple(str(key) for key in keys),
             pre_balances=pre,
             post_balances=tuple(self.balance(key) for key in keys),
+            pre_token_balances=pre_tokens,
+            post_token_balances=self.token_balances(keys),
         )
         self.transactions[signature] = record
         self._slot_signatures.append(signature)
@@ -301,6 +315,32 @@ class Ledger:
     def balance(self, address: Pubkey) -> int:
         account = self.account(address)
         return 0 if account is None else account.lamports
+
+    def token_balances(self, keys: Sequence[Pubkey]) -> tuple[dict[str, Any], ...]:
+        """The token accounts among ``keys`` as a transaction's ``preTokenBalances`` and
+        ``postTokenBalances`` list them (by index among the keys)."""
+        balances = []
+        for index, key in enumerate(keys):
+            account = self.account(key)
+            if account is None or account.owner not in TOKEN_PROGRAMS:
+                continue
+            data = bytes(account.data)
+            if not is_token_account(data):
+                continue
+            mint = self.account(Pubkey.from_bytes(account_mint(data)))
+            decimals = None if mint is None else mint_decimals(bytes(mint.data))
+            if decimals is None:
+                continue
+            balances.append(
+                {
+                    "accountIndex": index,
+                    "mint": b58encode(account_mint(data)),
+                    "uiTokenAmount": token_amount(account_amount(data), decimals),
+                    "owner": b58encode(account_owner(data)),
+                    "programId": str(account.owner),
+                }
+            )
+        return tuple(balances)
 
     def program_accounts(self, program: Pubkey) -> list[tuple[Pubkey, Account]]:
         return [

@@ -32,6 +32,12 @@ from ._errors import (
 from ._events import TransactionRecord
 from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
 from ._token_methods import TOKEN_HANDLERS, TokenMethods
+from ._transaction_view import (
+    TRANSACTION_ENCODINGS,
+    transaction_accounts,
+    transaction_json,
+    version,
+)
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -313,10 +319,10 @@ class SolanaMethods:
         if record is None:
             return None
         max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
-        version = _version(record.tx)
-        if version != "legacy" and (max_version is None or version > max_version):
-            raise UnsupportedTransactionVersion(version)
-        return _transaction_json(record, encoding, max_version is not None)
+        landed = version(record.tx)
+        if landed != "legacy" and (max_version is None or landed > max_version):
+            raise UnsupportedTransactionVersion(landed)
+        return transaction_json(record, encoding, max_version is not None)
 
     # -- blocks (one a slot: no slot is ever skipped) ---------------------------------------------
 
@@ -354,20 +360,24 @@ class SolanaMethods:
             answer["signatures"] = [record.signature for record in records]
         elif details != "none":
             max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
+            versioned = max_version is not None
             for record in records:
-                version = _version(record.tx)
-                if version != "legacy" and (max_version is None or version > max_version):
-                    raise UnsupportedTransactionVersion(version)
-            answer["transactions"] = [
-                {
-                    key: item
-                    for key, item in _transaction_json(
-                        record, encoding, max_version is not None
-                    ).items()
-                    if key not in ("slot", "blockTime")
-                }
-                for record in records
-            ]
+                landed = version(record.tx)
+                if landed != "legacy" and (max_version is None or landed > max_version):
+                    raise UnsupportedTransactionVersion(landed)
+            if details == "accounts":
+                answer["transactions"] = [
+                    transaction_accounts(record, versioned) for record in records
+                ]
+            else:
+                answer["transactions"] = [
+                    {
+                        key: item
+                        for key, item in transaction_json(record, encoding, versioned).items()
+                        if key not in ("slot", "blockTime")
+                    }
+                    for record in records
+                ]
         if options.get("rewards", True):
             answer["rewards"] = []
         return answer
@@ -479,17 +489,12 @@ class SolanaMethods:
 
 def _transaction_encoding(options: Mapping[str, Any]) -> str:
     encoding = options.get("encoding") or "json"
-    if encoding not in ("json", "jsonParsed", "base58", "base64"):
+    if encoding not in TRANSACTION_ENCODINGS:
         raise invalid_params(
             f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
             "`json`, `jsonParsed`"
         )
     return str(encoding)
-
-
-def _version(tx: VersionedTransaction) -> Any:
-    version = tx.version()
-    return "legacy" if "Legacy" in repr(version) else int(version)
 
 
 def _with_blockhash(tx: VersionedTransaction, blockhash: bytes) -> VersionedTransaction:
@@ -514,67 +519,3 @@ def _simulation_json(simulation: Simulation, replacement: Any) -> dict[str, Any]
         "fee": simulation.fee if simulation.err is None else None,
         "loadedAccountsDataSize": 0,
     }
-
-
-def _transaction_json(record: TransactionRecord, encoding: str, versioned: bool) -> dict[str, Any]:
-    tx = record.tx
-    raw = bytes(tx)
-    if encoding == "base64":
-        transaction: Any = [base64.b64encode(raw).decode(), "base64"]
-    elif encoding == "base58":
-        transaction = [b58encode(raw), "base58"]
-    else:
-        message = tx.message
-        header = message.header
-        body: dict[str, Any] = {
-            "accountKeys": [str(key) for key in message.account_keys],
-            "header": {
-                "numRequiredSignatures": header.num_required_signatures,
-                "numReadonlySignedAccounts": header.num_readonly_signed_accounts,
-                "numReadonlyUnsignedAccounts": header.num_readonly_unsigned_accounts,
-            },
-            "recentBlockhash": str(message.recent_blockhash),
-            "instructions": [
-                {
-                    "programIdIndex": ix.program_id_index,
-                    "accounts": list(ix.accounts),
-                    "data": b58encode(bytes(ix.data)),
-                    "stackHeight": None,
-                }
-                for ix in message.instructions
-            ],
-        }
-        lookups = getattr(message, "address_table_lookups", None)
-        if lookups is not None:
-            body["addressTableLookups"] = [
-                {
-                    "accountKey": str(lookup.account_key),
-                    "writableIndexes": list(lookup.writable_indexes),
-                    "readonlyIndexes": list(lookup.readonly_indexes),
-                }
-                for lookup in lookups
-            ]
-        transaction = {"signatures": [str(s) for s in tx.signatures], "message": body}
-    err = wire.transaction_error(record.err)
-    result: dict[str, Any] = {
-        "slot": record.slot,
-        "blockTime": record.block_time,
-        "transaction": transaction,
-        "meta": {
-            "err": err,
-            "status": {"Ok": None} if err is None else {"Err": err},
-            "fee": record.fee,
-            "preBalances": list(record.pre_balances),
-            "postBalances": list(record.post_balances),
-            "innerInstructions": [],
-            "logMessages": list(record.logs),
-            "preTokenBalances": [],
-            "postTokenBalances": [],
-            "rewards": [],
-            "loadedAddresses": {"writable": [], "readonly": []},
-            "computeUnitsConsumed": record.units,
-        },
-    }
-    if versioned:
-        result["version"] = _version(tx)
-    return result

@@ -145,6 +145,30 @@ def parse_account(data: bytes, decimals_of: DecimalsOf) -> dict[str, Any] | None
     return {"type": "account", "info": info}
 
 
+#: Token-2022 extensions with no fields, by their type number, as Solana names them.
+_FIELDLESS_EXTENSIONS: Final = {
+    7: "immutableOwner",
+    9: "nonTransferable",
+    13: "nonTransferableAccount",
+}
+
+
+def _extensions(data: bytes) -> list[dict[str, Any]]:
+    """Token-2022's extensions after the account type byte (``type: u16, length: u16, value``):
+    those without fields named, the others ``unparseableExtension`` (their fields are not
+    decoded here)."""
+    found: list[dict[str, Any]] = []
+    at = _ACCOUNT_TYPE_AT + 1
+    while at + 4 <= len(data):
+        kind = int.from_bytes(data[at : at + 2], "little")
+        length = int.from_bytes(data[at + 2 : at + 4], "little")
+        if kind == 0:
+            break  # uninitialized: the rest is padding
+        found.append({"extension": _FIELDLESS_EXTENSIONS.get(kind, "unparseableExtension")})
+        at += 4 + length
+    return found
+
+
 def parse_token(
     owner: Pubkey, data: bytes, decimals_of: DecimalsOf | None
 ) -> dict[str, Any] | None:
@@ -156,5 +180,8 @@ def parse_token(
     )
     if parsed is None:
         return None
+    extensions = _extensions(data)
+    if extensions:
+        parsed["info"]["extensions"] = extensions
     program = "spl-token" if owner == TOKEN_PROGRAM else "spl-token-2022"
     return {"program": program, "parsed": parsed, "space": len(data)}

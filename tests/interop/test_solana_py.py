@@ -30,6 +30,7 @@ from solders.rpc.responses import (
     RpcSimulateTransactionResult,
     SignatureNotification,
 )
+from solders.signature import Signature
 from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import Transaction, VersionedTransaction
@@ -257,12 +258,13 @@ async def test_spl_token_reads() -> None:
     mint = Keypair()
 
     async def scenario(client: AsyncClient) -> dict[str, Any]:
-        async def land(signers: list[Keypair], *instructions: Instruction) -> None:
+        async def land(signers: list[Keypair], *instructions: Instruction) -> Signature:
             blockhash = (await client.get_latest_blockhash()).value.blockhash
             message = Message(list(instructions), signers[0].pubkey())
             tx = VersionedTransaction.from_legacy(Transaction(signers, message, blockhash))
             signature = (await client.send_transaction(tx)).value
             await client.confirm_transaction(signature, sleep_seconds=0.05)
+            return signature
 
         rent = (await client.get_minimum_balance_for_rent_exemption(82)).value
         ata = get_associated_token_address(BOB.pubkey(), mint.pubkey())
@@ -297,7 +299,7 @@ async def test_spl_token_reads() -> None:
                 )
             ),
         )
-        await land(
+        wrapping = await land(
             [BOB],
             create_associated_token_account(BOB.pubkey(), BOB.pubkey(), NATIVE_MINT),
             transfer(TransferParams(from_pubkey=BOB.pubkey(), to_pubkey=wrapped, lamports=SOL)),
@@ -312,7 +314,16 @@ async def test_spl_token_reads() -> None:
                 )
             ),
         )
+        landed = await client.get_transaction(
+            wrapping, encoding="jsonParsed", max_supported_transaction_version=0
+        )
+        assert landed.value is not None
+        block = await client.get_block(
+            landed.value.slot, encoding="jsonParsed", max_supported_transaction_version=0
+        )
         return {
+            "parsed": landed.value.transaction,
+            "block": block.value,
             "ata": ata,
             "wrapped": wrapped,
             "balance": (await client.get_token_account_balance(ata)).value,
@@ -352,3 +363,20 @@ async def test_spl_token_reads() -> None:
     assert bytes(seen["of_mint"][0].account.data)[32:64] == bytes(BOB.pubkey())
     delegated = seen["delegated"][0].account.data.parsed["info"]
     assert delegated["delegate"] == str(ALICE.pubkey())
+    # jsonParsed as solders reads it: parsed account keys and instructions
+    message = seen["parsed"].transaction.message
+    assert message.account_keys[0].pubkey == BOB.pubkey()
+    assert message.account_keys[0].signer
+    assert message.account_keys[0].writable
+    kinds = [(ix.program, ix.parsed["type"]) for ix in message.instructions]
+    assert kinds == [
+        ("spl-associated-token-account", "create"),
+        ("system", "transfer"),
+        ("spl-token", "syncNative"),
+        ("spl-token", "approve"),
+    ]
+    assert message.instructions[1].parsed["info"]["lamports"] == SOL
+    post = seen["parsed"].meta.post_token_balances
+    assert {balance.ui_token_amount.amount for balance in post} == {"2500000", str(SOL)}
+    block_message = seen["block"].transactions[0].transaction.message
+    assert block_message.instructions[2].parsed["type"] == "syncNative"
