@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker import frames
+from broker import after_answer, frames
 from broker.dispatch import CallContext
 from broker.limits import Limits
 from broker.outbox import Outbox
@@ -231,16 +231,19 @@ class WebSocketConnection:
             self._calls = set()
         self._calls.add(scope)
         reply = None
-        try:
-            with scope:
-                reply = await self._dispatcher.handle(payload, self.context)
-            if self._settle is not None:
-                await self._settle(self)  # what the call changed is kept before it is answered
-        finally:
-            self._calls.discard(scope)
-            idle = self.protocol.call_answered()
+        with after_answer.collecting() as following:
+            try:
+                with scope:
+                    reply = await self._dispatcher.handle(payload, self.context)
+                if self._settle is not None:
+                    await self._settle(self)  # what the call changed is kept before it is answered
+            finally:
+                self._calls.discard(scope)
+                idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)
+        for send, frame in following:
+            send(frame)
         if idle and self._idle is not None:
             self._idle.set()
 

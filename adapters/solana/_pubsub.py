@@ -10,13 +10,13 @@ Solana's subscription ids are integers, and ``signatureSubscribe`` ends after on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 import msgspec
 
-from adapters.base import SubscriptionFamily
+from adapters.base import EventMatcher, SubscriptionFamily
 
 from . import _wire as wire
 from ._errors import invalid_params
@@ -181,12 +181,21 @@ def notification_frame(notification: str, subscription: int, result: bytes) -> b
     )
 
 
+#: ``signature -> (slot, err as JSON)`` of a transaction that has landed, None if none has.
+StatusLookup = Callable[[str], tuple[int, Any] | None]
+
+
 class SolanaSubscriptions(SubscriptionFamily):
-    """Solana's PubSub as the broker serves it (see :class:`adapters.base.SubscriptionFamily`)."""
+    """Solana's PubSub as the broker serves it (see :class:`adapters.base.SubscriptionFamily`);
+    ``status_of`` finds a landed signature's status, so that ``signatureSubscribe`` of one
+    notifies at once (one per chain: each adapter has its own)."""
 
     methods: ClassVar[Mapping[str, str]] = {
         subscribe: unsubscribe for subscribe, (unsubscribe, _) in SUBSCRIBE_METHODS.items()
     }
+
+    def __init__(self, status_of: StatusLookup | None = None) -> None:
+        self._status_of = status_of
 
     def parse(self, method: str, params: Any) -> Matcher:
         return parse(method, params)
@@ -194,5 +203,16 @@ class SolanaSubscriptions(SubscriptionFamily):
     def notifications(self) -> frozenset[str]:
         return NOTIFICATIONS
 
-
-FAMILY: Final = SolanaSubscriptions()
+    def initial(self, matcher: EventMatcher) -> bytes | None:
+        # Every slot is final as soon as it is produced, so a landed signature has its status
+        # at every commitment: a client subscribing after sendTransaction (solana-py's and
+        # kit's confirmation helpers do) would otherwise wait for an event that has passed.
+        if self._status_of is None or not isinstance(matcher, Matcher):
+            return None
+        if matcher.key[0] != "signature":
+            return None
+        status = self._status_of(matcher.key[1])
+        if status is None:
+            return None
+        slot, err = status
+        return _context(slot, {"err": err})

@@ -28,13 +28,14 @@ from adapters.base import (
 )
 from schemas.errors import ConfigError, MethodNotFound
 
+from . import _wire as wire
 from ._docs import solana_docs
 from ._errors import invalid_params
 from ._events import SolanaEvent
 from ._ledger import Ledger
 from ._methods import Handler, SolanaMethods
 from ._options import SolanaDevOptions
-from ._pubsub import FAMILY, NOTIFICATIONS
+from ._pubsub import NOTIFICATIONS, SolanaSubscriptions
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class SolanaDevAdapter(NetworkChainAdapter):
         self._chain: tuple[Ledger, dict[str, Handler]] | None = None
         self._slots_running = False
         self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
+        self._family = SolanaSubscriptions(self._status_of)
 
     @property
     def ledger(self) -> Ledger:
@@ -119,7 +121,14 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     def subscription_family(self, chain: str) -> SubscriptionFamily:
         self._check_chain(chain)
-        return FAMILY
+        return self._family
+
+    def _status_of(self, signature: str) -> tuple[int, Any] | None:
+        """A landed signature's slot and error (for ``signatureSubscribe``)."""
+        record = self.ledger.transactions.get(signature)
+        if record is None:
+            return None
+        return record.slot, wire.transaction_error(record.err)
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         result = self._answer(chain, method, params)

@@ -226,6 +226,11 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
                         notification = await asyncio.wait_for(ws.recv(), 10)
                         seen.setdefault(type(notification).__name__, notification)
                     await ws.unsubscribe(account)
+                    # a landed signature: notified at once, right after its id
+                    late = await ws.signature_subscribe(
+                        signature=tx.signatures[0], commitment=Confirmed
+                    )
+                    seen["late"] = (late.subscription_id, await asyncio.wait_for(ws.recv(), 10))
                     # signatureSubscribe ends with its one notification: the handle is gone
                     try:
                         await ws.unsubscribe(signature)
@@ -250,6 +255,11 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
     assert landed.result.value.err is None
     assert landed.result.context.slot == written.result.context.slot
     assert seen["signature_ended"] == "Subscription handle is no longer active"
+    late_id, late = seen["late"]
+    assert isinstance(late, SignatureNotification)
+    assert late.subscription == late_id
+    assert late.result.context.slot == landed.result.context.slot
+    assert late.result.value.err is None
 
 
 async def test_spl_token_reads() -> None:
