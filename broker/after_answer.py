@@ -1,7 +1,9 @@
 """Frames that follow the answer of the call under way: a subscription whose first notification
 is due at once (Solana's ``signatureSubscribe`` of a signature that has landed) must not notify
 before the client has its id. The WebSocket connection collects them while it runs a call and
-sends them right after the call's answer; outside a call they go at once."""
+sends them after the call's answer, after the pause asked for (a client may need a moment to
+start listening: see :attr:`adapters.base.SubscriptionFamily.initial_delay`); outside a call they
+go at once."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-Following = list[tuple[Callable[[bytes], bool], bytes]]
+#: ``(seconds to wait after the answer, send, frame)``.
+Following = list[tuple[float, Callable[[bytes], bool], bytes]]
 
 # A context variable, not connection state: calls of one connection run concurrently, each in a
 # task of its own (with its own copy of the context), and each frame follows its own call's answer.
@@ -27,10 +30,11 @@ def collecting() -> Iterator[Following]:
         _following.reset(token)
 
 
-def send_after_answer(send: Callable[[bytes], bool], frame: bytes) -> None:
-    """``send(frame)`` once the call under way is answered (at once outside a call)."""
+def send_after_answer(send: Callable[[bytes], bool], frame: bytes, delay: float = 0.0) -> None:
+    """``send(frame)`` ``delay`` seconds after the call under way is answered (at once outside a
+    call)."""
     following = _following.get()
     if following is None:
         send(frame)
     else:
-        following.append((send, frame))
+        following.append((delay, send, frame))

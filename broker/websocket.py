@@ -242,8 +242,11 @@ class WebSocketConnection:
                 idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)
-        for send, frame in following:
-            send(frame)
+        for delay, send, frame in following:
+            if delay > 0:
+                self._nursery.start_soon(_send_later, delay, send, frame)
+            else:
+                send(frame)
         if idle and self._idle is not None:
             self._idle.set()
 
@@ -254,3 +257,9 @@ class WebSocketConnection:
         if self.protocol.drain():
             self._idle = trio.Event()
             await self._idle.wait()
+
+
+async def _send_later(delay: float, send: Callable[[bytes], bool], frame: bytes) -> None:
+    """A frame that follows a call's answer after a pause (cancelled with the connection)."""
+    await trio.sleep(delay)
+    send(frame)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solders.account import Account
+from solders.keypair import Keypair
 from solders.transaction import VersionedTransaction
 
 
@@ -30,12 +31,32 @@ class TransactionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ClosedSlot:
+    """A slot as it closed: its block (``blockSubscribe``), the node's vote on it
+    (``voteSubscribe``) and its life's steps (``slotsUpdatesSubscribe``) are rendered from it."""
+
+    slot: int
+    parent: int
+    blockhash: str
+    previous_blockhash: str
+    block_time: int
+    records: tuple[TransactionRecord, ...]
+    #: When it closed (unix milliseconds), as slot updates carry it.
+    timestamp_ms: int
+    #: The node's identity, which signs its vote.
+    identity: Keypair
+    vote_account: str
+
+
+@dataclass(frozen=True, slots=True)
 class SlotEvent:
-    """A new slot opened (``slotNotification``): its parent is final at once (the root)."""
+    """A new slot opened (``slotNotification``): its parent is final at once (the root), and
+    ``closed`` is that parent (None for the event made before any slot closed)."""
 
     slot: int
     parent: int
     root: int
+    closed: ClosedSlot | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from solders.account import Account
+from solders.epoch_schedule import EpochSchedule
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -31,7 +32,14 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from adapters._base58 import b58encode
 from adapters._ed25519 import derive_keypairs
 
-from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
+from ._events import (
+    AccountEvent,
+    ClosedSlot,
+    SlotEvent,
+    SolanaEvent,
+    TransactionEvent,
+    TransactionRecord,
+)
 from ._options import SolanaDevOptions
 from ._token import (
     NATIVE_MINT,
@@ -54,6 +62,21 @@ FAUCET_LAMPORTS: Final = 10**18
 #: Demo transfers per timed slot, and their size in lamports.
 DEMO_TRANSFERS: Final = 2
 DEMO_LAMPORTS: Final = (1_000, 1_000_000)
+#: The owners of every account at genesis (the supply is counted over them).
+SUPPLY_OWNERS: Final = tuple(
+    Pubkey.from_string(owner)
+    for owner in (
+        "11111111111111111111111111111111",
+        "NativeLoader1111111111111111111111111111111",
+        "BPFLoader1111111111111111111111111111111111",
+        "BPFLoader2111111111111111111111111111111111",
+        "BPFLoaderUpgradeab1e11111111111111111111111",
+        "Sysvar1111111111111111111111111111111111111",
+        "Feature111111111111111111111111111111111111",
+        "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+        "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    )
+)
 #: Transactions (and slots) kept for getTransaction, getSignatureStatuses and
 #: getSignaturesForAddress: a dev node producing slots for days stays bounded.
 MAX_HISTORY: Final = 100_000
@@ -102,7 +125,15 @@ class Ledger:
 
     def __init__(self, options: SolanaDevOptions, now: float) -> None:
         self.svm = LiteSVM().with_blockhash_check(False).with_sigverify(False)
+        # Epochs of 432,000 slots from the first (getEpochInfo, getEpochSchedule), with no
+        # warm-up epochs: the runtime's sysvar says the same.
+        self.svm.set_epoch_schedule(EpochSchedule.without_warmup())
         self.genesis_hash = _genesis_hash(options)
+        # The one node of this cluster: its identity (leader of every slot) and vote account.
+        self.identity = Keypair.from_seed(hashlib.sha256(self.genesis_hash + b"identity").digest())
+        self.vote_account = Keypair.from_seed(
+            hashlib.sha256(self.genesis_hash + b"vote").digest()
+        ).pubkey()
         self.keypairs = derive_keypairs(options.mnemonic, options.accounts)
         self.faucet = Keypair.from_seed(hashlib.sha256(self.genesis_hash + b"faucet").digest())
         for keypair in self.keypairs:
@@ -113,6 +144,12 @@ class Ledger:
         native = native_mint_data()
         rent = self.svm.minimum_balance_for_rent_exemption(len(native))
         self.svm.set_account(NATIVE_MINT, Account(rent, native, TOKEN_PROGRAM, False, 0))
+        #: Lamports at genesis; fees are burned (no leader collects them), so the supply is
+        #: this less :attr:`burned`.
+        self.genesis_supply = sum(
+            account.lamports for owner in SUPPLY_OWNERS for _, account in self._owned(owner)
+        )
+        self.burned = 0
         self.slot = 0
         self._blockhashes: dict[bytes, int] = {self.genesis_hash: 0}
         self._recent: deque[bytes] = deque([self.genesis_hash])
@@ -169,6 +206,7 @@ class Ledger:
         """Close the current slot and open the next one (with a new blockhash); the closed slot."""
         closed = self.block(self.slot)
         assert closed is not None
+        previous = self.slots.get(closed.parent, closed)
         self.slots[self.slot] = closed
         if len(self.slots) > MAX_HISTORY:
             del self.slots[next(iter(self.slots))]
@@ -181,7 +219,20 @@ class Ledger:
         while len(self._recent) > BLOCKHASH_VALIDITY + 1:
             del self._blockhashes[self._recent.popleft()]
         self._sync_clock()
-        self._events.append(SlotEvent(self.slot, closed.slot, closed.slot))
+        block = ClosedSlot(
+            slot=closed.slot,
+            parent=closed.parent,
+            blockhash=closed.blockhash,
+            previous_blockhash=previous.blockhash,
+            block_time=closed.block_time,
+            records=tuple(
+                self.transactions[s] for s in closed.signatures if s in self.transactions
+            ),
+            timestamp_ms=int(now * 1000),
+            identity=self.identity,
+            vote_account=str(self.vote_account),
+        )
+        self._events.append(SlotEvent(self.slot, closed.slot, closed.slot, block))
         return closed
 
     def demo_traffic(self, count: int = DEMO_TRANSFERS) -> list[TransactionRecord]:
@@ -254,6 +305,7 @@ class Ledger:
             post_token_balances=self.token_balances(keys),
         )
         self.transactions[signature] = record
+        self.burned += record.fee
         self._slot_signatures.append(signature)
         self.transaction_count += 1
         for address in record.accounts:
@@ -343,11 +395,19 @@ class Ledger:
         return tuple(balances)
 
     def program_accounts(self, program: Pubkey) -> list[tuple[Pubkey, Account]]:
+        return self._owned(program)
+
+    def _owned(self, program: Pubkey) -> list[tuple[Pubkey, Account]]:
         return [
             (key, account)
             for key, account in self.svm.get_program_accounts(program)
             if account.lamports or account.data
         ]
+
+    @property
+    def supply(self) -> int:
+        """Lamports in existence: genesis's less the fees burned."""
+        return self.genesis_supply - self.burned
 
     def signatures_for(self, address: str) -> list[str]:
         """Signatures of the transactions naming ``address``, oldest first."""

@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58encode
 
 from . import _wire as wire
+from ._cluster_methods import CLUSTER_HANDLERS, ClusterMethods
 from ._errors import (
     BlockCleanedUp,
     BlockNotAvailable,
@@ -33,8 +34,9 @@ from ._events import TransactionRecord
 from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
 from ._token_methods import TOKEN_HANDLERS, TokenMethods
 from ._transaction_view import (
-    TRANSACTION_ENCODINGS,
-    transaction_accounts,
+    block_json,
+    block_shape,
+    transaction_encoding,
     transaction_json,
     version,
 )
@@ -93,9 +95,17 @@ class SolanaMethods:
         self.ledger = ledger
         self.automine = automine
         self.tokens = TokenMethods(ledger, self._config, self._wrap)
+        self.cluster = ClusterMethods(
+            ledger, self._config, self._wrap, SOLANA_CORE_VERSION, FEATURE_SET
+        )
         self._decimals_of = self.tokens.decimals_of
 
-    METHODS: Final = frozenset(HANDLERS) | frozenset(READINGS) | frozenset(TOKEN_HANDLERS)
+    METHODS: Final = (
+        frozenset(HANDLERS)
+        | frozenset(READINGS)
+        | frozenset(TOKEN_HANDLERS)
+        | frozenset(CLUSTER_HANDLERS)
+    )
 
     def table(self) -> dict[str, Handler]:
         table: dict[str, Handler] = {
@@ -103,6 +113,8 @@ class SolanaMethods:
         }
         for name, attribute in TOKEN_HANDLERS.items():
             table[name] = getattr(self.tokens, attribute)
+        for name, attribute in CLUSTER_HANDLERS.items():
+            table[name] = getattr(self.cluster, attribute)
         for name, attribute in READINGS.items():
             table[name] = self._reading(attribute)
         return table
@@ -312,7 +324,7 @@ class SolanaMethods:
         if isinstance(raw_options, str):  # the deprecated form: an encoding alone
             raw_options = {"encoding": raw_options}
         options = self._config(raw_options)
-        encoding = _transaction_encoding(options)
+        encoding = transaction_encoding(options)
         if options.get("commitment") == "processed":
             raise invalid_params("processed commitment is not supported")
         record = self.ledger.transactions.get(wanted)
@@ -338,49 +350,20 @@ class SolanaMethods:
         value, raw_options = wire.positional(params, 1, 2)
         block = self._block(wire.u64(value, "slot"))
         options = self._config(raw_options)
-        encoding = _transaction_encoding(options)
-        details = options.get("transactionDetails") or "full"
-        if details not in ("full", "signatures", "none", "accounts"):
-            raise invalid_params(
-                f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, "
-                "`accounts`"
-            )
+        shape = block_shape(options)
         previous = self.ledger.block(block.parent) if block.slot else block
-        answer: dict[str, Any] = {
-            "blockHeight": block.slot,
-            "blockTime": block.block_time,
-            "blockhash": block.blockhash,
-            "parentSlot": block.parent,
-            "previousBlockhash": previous.blockhash if previous else block.blockhash,
-        }
         records = [
             self.ledger.transactions[s] for s in block.signatures if s in self.ledger.transactions
         ]
-        if details == "signatures":
-            answer["signatures"] = [record.signature for record in records]
-        elif details != "none":
-            max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
-            versioned = max_version is not None
-            for record in records:
-                landed = version(record.tx)
-                if landed != "legacy" and (max_version is None or landed > max_version):
-                    raise UnsupportedTransactionVersion(landed)
-            if details == "accounts":
-                answer["transactions"] = [
-                    transaction_accounts(record, versioned) for record in records
-                ]
-            else:
-                answer["transactions"] = [
-                    {
-                        key: item
-                        for key, item in transaction_json(record, encoding, versioned).items()
-                        if key not in ("slot", "blockTime")
-                    }
-                    for record in records
-                ]
-        if options.get("rewards", True):
-            answer["rewards"] = []
-        return answer
+        return block_json(
+            block.slot,
+            block.parent,
+            block.blockhash,
+            previous.blockhash if previous else block.blockhash,
+            block.block_time,
+            records,
+            shape,
+        )
 
     def get_block_time(self, params: list[Any], now: float) -> Any:
         (value,) = wire.positional(params, 1, 1)
@@ -485,16 +468,6 @@ class SolanaMethods:
         for _ in range(slots):
             self.ledger.advance(now)
         return self.ledger.slot
-
-
-def _transaction_encoding(options: Mapping[str, Any]) -> str:
-    encoding = options.get("encoding") or "json"
-    if encoding not in TRANSACTION_ENCODINGS:
-        raise invalid_params(
-            f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
-            "`json`, `jsonParsed`"
-        )
-    return str(encoding)
 
 
 def _with_blockhash(tx: VersionedTransaction, blockhash: bytes) -> VersionedTransaction:

@@ -6,6 +6,8 @@ writable, signer, source}``, instructions parsed by :mod:`._parsed_instructions`
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from solders.transaction import VersionedTransaction
@@ -13,10 +15,12 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58encode
 
 from . import _wire as wire
+from ._errors import UnsupportedTransactionVersion, invalid_params
 from ._events import TransactionRecord
 from ._parsed_instructions import parse_instruction
 
 TRANSACTION_ENCODINGS: Final = ("json", "jsonParsed", "base58", "base64")
+BLOCK_DETAILS: Final = ("full", "accounts", "signatures", "none")
 #: Keys the runtime never lets a transaction write (sysvars, builtin programs): Solana's
 #: ``jsonParsed`` shows them read-only whatever the header says.
 RESERVED_KEYS: Final = frozenset(
@@ -50,6 +54,24 @@ RESERVED_KEYS: Final = frozenset(
     }
 )
 _UPGRADEABLE_LOADER: Final = "BPFLoaderUpgradeab1e11111111111111111111111"
+_COMPUTE_BUDGET: Final = "ComputeBudget111111111111111111111111111111"
+#: The compute budget program's ``SetComputeUnitPrice`` (a u64 of micro-lamports follows).
+_SET_COMPUTE_UNIT_PRICE: Final = 3
+
+
+def compute_unit_price(tx: VersionedTransaction) -> int:
+    """The compute-unit price (micro-lamports) ``tx`` sets, 0 if it sets none."""
+    message = tx.message
+    keys = message.account_keys
+    for ix in message.instructions:
+        data = bytes(ix.data)
+        if (
+            str(keys[ix.program_id_index]) == _COMPUTE_BUDGET
+            and len(data) == 9
+            and data[0] == _SET_COMPUTE_UNIT_PRICE
+        ):
+            return int.from_bytes(data[1:], "little")
+    return 0
 
 
 def version(tx: VersionedTransaction) -> Any:
@@ -198,3 +220,82 @@ def transaction_accounts(record: TransactionRecord, versioned: bool) -> dict[str
     if versioned:
         result["version"] = version(tx)
     return result
+
+
+def transaction_encoding(options: Mapping[str, Any]) -> str:
+    """The ``encoding`` of a transaction read (default ``json``)."""
+    encoding = options.get("encoding") or "json"
+    if encoding not in TRANSACTION_ENCODINGS:
+        raise invalid_params(
+            f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
+            "`json`, `jsonParsed`"
+        )
+    return str(encoding)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockShape:
+    """How a block is asked for (``getBlock``'s config, ``blockSubscribe``'s)."""
+
+    encoding: str
+    details: str
+    rewards: bool
+    max_version: int | None
+
+
+def block_shape(options: Mapping[str, Any], *, rewards_key: str = "rewards") -> BlockShape:
+    """A block config checked: ``encoding``, ``transactionDetails``, whether to show rewards
+    (``rewards``; ``showRewards`` for ``blockSubscribe``), ``maxSupportedTransactionVersion``."""
+    details = options.get("transactionDetails") or "full"
+    if details not in BLOCK_DETAILS:
+        raise invalid_params(
+            f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, `accounts`"
+        )
+    return BlockShape(
+        transaction_encoding(options),
+        str(details),
+        bool(options.get(rewards_key, True)),
+        wire.optional_u64(options, "maxSupportedTransactionVersion"),
+    )
+
+
+def block_json(
+    slot: int,
+    parent: int,
+    blockhash: str,
+    previous_blockhash: str,
+    block_time: int,
+    records: Sequence[TransactionRecord],
+    shape: BlockShape,
+) -> dict[str, Any]:
+    """A block as ``getBlock`` answers it (and ``blockNotification`` carries it); -32015 for a
+    versioned transaction the caller did not say it supports."""
+    answer: dict[str, Any] = {
+        "blockHeight": slot,  # no slot is ever skipped
+        "blockTime": block_time,
+        "blockhash": blockhash,
+        "parentSlot": parent,
+        "previousBlockhash": previous_blockhash,
+    }
+    if shape.details == "signatures":
+        answer["signatures"] = [record.signature for record in records]
+    elif shape.details != "none":
+        versioned = shape.max_version is not None
+        for record in records:
+            landed = version(record.tx)
+            if landed != "legacy" and (shape.max_version is None or landed > shape.max_version):
+                raise UnsupportedTransactionVersion(landed)
+        if shape.details == "accounts":
+            answer["transactions"] = [transaction_accounts(r, versioned) for r in records]
+        else:
+            answer["transactions"] = [
+                {
+                    key: item
+                    for key, item in transaction_json(record, shape.encoding, versioned).items()
+                    if key not in ("slot", "blockTime")
+                }
+                for record in records
+            ]
+    if shape.rewards:
+        answer["rewards"] = []
+    return answer

@@ -74,12 +74,13 @@ class SubscriptionHub:
 
     def _notify_at_once(self, sub: Subscription) -> None:
         """Send the notification the family says is due as the subscription starts (a landed
-        signature's), right after the subscribe call's answer; a one-shot ends with it."""
-        payload = self.families[sub.chain].initial(sub.matcher)
+        signature's), after the subscribe call's answer; a one-shot ends with it."""
+        family = self.families[sub.chain]
+        payload = family.initial(sub.matcher)
         if payload is None:
             return
         for _, frame in self._frames([sub], sub, payload):
-            send_after_answer(sub.conn.frame_sender(), frame)
+            send_after_answer(sub.conn.frame_sender(), frame, family.initial_delay)
         self._metrics.notifications.inc()
         if sub.matcher.one_shot:
             taken = connection_subs(sub.conn)

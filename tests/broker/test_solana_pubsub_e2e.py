@@ -238,8 +238,9 @@ async def test_the_readme_subscription_example(node: RunningBroker) -> None:
 
 
 async def test_signature_subscribe_after_landing_notifies_at_once(node: RunningBroker) -> None:
-    """A signature that already has a status (every slot is final at once) is notified right
-    after the subscription id, as confirmation helpers that subscribe after sending expect."""
+    """A signature that already has a status (every slot is final at once) is notified after
+    the subscription id (one slot time later, as a validator would at its next slot), as
+    confirmation helpers that subscribe after sending expect."""
     signature, tx = await signed_transfer(node, str(Keypair().pubkey()), 1_000_000)
     await solana_rpc(node, "sendTransaction", tx, {"encoding": "base64"})
     slot = (await solana_rpc(node, "getSignatureStatuses", [signature]))["value"][0]["slot"]

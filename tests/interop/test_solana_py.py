@@ -189,10 +189,10 @@ async def test_node_reads_airdrop_simulation_and_errors() -> None:
 async def test_an_unknown_method_is_an_rpc_error_not_a_crash() -> None:
     async def scenario(client: AsyncClient) -> tuple[Exception, int]:
         try:
-            await client.get_vote_accounts()
+            await client.validator_exit()
         except (SolanaRpcException, RPCException) as exc:
             return exc, (await client.get_slot()).value
-        raise AssertionError("getVoteAccounts is not served")
+        raise AssertionError("validatorExit is not served")
 
     error, slot = await on_solana(scenario)
     assert isinstance(error, SolanaRpcException | RPCException)
@@ -390,3 +390,92 @@ async def test_spl_token_reads() -> None:
     assert {balance.ui_token_amount.amount for balance in post} == {"2500000", str(SOL)}
     block_message = seen["block"].transactions[0].transaction.message
     assert block_message.instructions[2].parsed["type"] == "syncNative"
+
+
+async def test_cluster_methods_as_a_one_node_cluster() -> None:
+    """The methods SDKs and wallets call about the cluster, each answer decoded by solders'
+    strict response types."""
+
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        tx = await transfer_tx(client, ALICE, BOB.pubkey(), SOL)
+        await client.confirm_transaction((await client.send_transaction(tx)).value)
+        return {
+            "fees": (await client.get_recent_prioritization_fees([BOB.pubkey()])).value,
+            "samples": (await client.get_recent_performance_samples(3)).value,
+            "schedule": (await client.get_epoch_schedule()).value,
+            "supply": (await client.get_supply()).value,
+            "largest": (await client.get_largest_accounts()).value,
+            "commitment": (await client.get_block_commitment(0)).value,
+            "identity": (await client.get_identity()).value,
+            "leader": (await client.get_slot_leader()).value,
+            "leaders": (await client.get_slot_leaders(0, 2)).value,
+            "nodes": (await client.get_cluster_nodes()).value,
+            "leader_schedule": (await client.get_leader_schedule()).value,
+            "votes": (await client.get_vote_accounts()).value,
+            "governor": (await client.get_inflation_governor()).value,
+            "rate": (await client.get_inflation_rate()).value,
+            "reward": (await client.get_inflation_reward([BOB.pubkey()], epoch=0)).value,
+            "minimum_slot": (await client.get_minimum_ledger_slot()).value,
+        }
+
+    seen = await on_solana(scenario)
+    identity = seen["identity"].identity
+    assert [fee.slot for fee in seen["fees"]] == [0]
+    assert seen["samples"][0].num_slots >= 1
+    assert seen["schedule"].slots_per_epoch == 432_000
+    supply = seen["supply"]
+    assert supply.total == supply.circulating + supply.non_circulating
+    assert len(seen["largest"]) == 20
+    assert seen["commitment"].commitment is None
+    assert seen["leader"] == identity
+    assert seen["leaders"] == [identity, identity]
+    assert seen["nodes"][0].pubkey == identity
+    assert list(seen["leader_schedule"]) == [identity]
+    (vote,) = seen["votes"].current
+    assert vote.node_pubkey == identity
+    assert seen["votes"].delinquent == []
+    assert seen["governor"].initial == 0.08
+    assert seen["rate"].epoch == 0
+    assert seen["reward"] == [None]
+    assert seen["minimum_slot"] == 0
+
+
+async def test_root_slot_updates_block_and_vote_subscriptions() -> None:
+    """``SolanaWsClient``'s root, slots-updates, block and vote subscriptions see a slot with a
+    transfer close (notifications decoded by solders)."""
+    with trio.fail_after(60):
+        async with running_broker(ServeOptions(block_time=0)) as node:
+
+            async def run() -> dict[str, Any]:
+                seen: dict[str, list[Any]] = {}
+                async with (
+                    AsyncClient(node.http_url(network="solana")) as client,
+                    SolanaWsClient(node.ws_url(network="solana"), request_timeout=10) as ws,
+                ):
+                    await ws.root_subscribe()
+                    await ws.slots_updates_subscribe()
+                    await ws.block_subscribe(encoding="jsonParsed")
+                    await ws.vote_subscribe()
+                    first = await transfer_tx(client, ALICE, BOB.pubkey(), SOL)
+                    signature = (await client.send_transaction(first)).value
+                    # the next transaction opens slot 2, closing slot 1 with the first
+                    second = await transfer_tx(client, BOB, ALICE.pubkey(), SOL)
+                    await client.send_transaction(second)
+                    while "BlockNotification" not in seen or len(seen["BlockNotification"]) < 2:
+                        notification = await asyncio.wait_for(ws.recv(), 10)
+                        seen.setdefault(type(notification).__name__, []).append(notification)
+                    seen["signature"] = [signature]
+                return seen
+
+            seen = await trio.to_thread.run_sync(asyncio.run, run())
+
+    assert [n.result for n in seen["RootNotification"]][:2] == [0, 1]
+    kinds = {type(n.result).__name__ for n in seen["SlotUpdateNotification"]}
+    assert {"SlotUpdateFrozen", "SlotUpdateRoot", "SlotUpdateCreatedBank"} <= kinds
+    block = seen["BlockNotification"][1].result.value
+    assert block.slot == 1
+    (landed,) = block.block.transactions
+    assert landed.transaction.signatures[0] == seen["signature"][0]
+    assert landed.transaction.message.instructions[0].parsed["type"] == "transfer"
+    votes = seen["VoteNotification"]
+    assert votes[0].result.slots == [0]
