@@ -15,6 +15,7 @@ import random
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from solders.account import Account
@@ -144,6 +145,10 @@ class Ledger:
         native = native_mint_data()
         rent = self.svm.minimum_balance_for_rent_exemption(len(native))
         self.svm.set_account(NATIVE_MINT, Account(rent, native, TOKEN_PROGRAM, False, 0))
+        for program in options.programs:
+            # A file that is not an SBF program is the operator's error: the adapter's start
+            # turns it into a ConfigError.
+            self.svm.add_program_from_file(Pubkey.from_string(program.id), Path(program.path))
         #: Lamports at genesis; fees are burned (no leader collects them), so the supply is
         #: this less :attr:`burned`.
         self.genesis_supply = sum(

@@ -3,14 +3,34 @@ typed and checked (an unknown key such as ``slot_tme`` is an error, not silently
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 import msgspec
+from solders.pubkey import Pubkey
 
 from adapters._ed25519 import DEV_ACCOUNTS, DEV_MNEMONIC
 
 LAMPORTS_PER_SOL: Final = 1_000_000_000
 DEFAULT_GENESIS_SEED: Final = "scopecast solana-dev"
+
+
+class ProgramFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A program loaded at start (``programs = [{ id = "...", path = "..." }]``), as
+    ``solana-test-validator --bpf-program`` loads one: an SBF ``.so`` under the upgradeable
+    loader at ``id``."""
+
+    id: str
+    #: The ``.so`` file (a relative path is from the working directory).
+    path: str
+
+    def __post_init__(self) -> None:
+        try:
+            Pubkey.from_string(self.id)
+        except ValueError:
+            raise ValueError(f"program id `{self.id}` is not a base58 address") from None
+        if not Path(self.path).is_file():
+            raise ValueError(f"program file `{self.path}` does not exist")
 
 
 class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -27,6 +47,8 @@ class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     #: What the genesis hash (and so the chain's CAIP-2 id) is made from: give each Solana dev
     #: network of one config a seed of its own.
     genesis_seed: str = DEFAULT_GENESIS_SEED
+    #: Programs loaded at start (they do not change the genesis hash).
+    programs: tuple[ProgramFile, ...] = ()
 
     def __post_init__(self) -> None:
         if self.block_time < 0:

@@ -1,5 +1,6 @@
 """``jsonParsed`` instructions, sans-io: the system program's, SPL Token's (Token and Token-2022's
-base instructions), the Associated Token Account program's and SPL Memo's, decoded into the
+base instructions), the Associated Token Account program's, SPL Memo's and the upgradeable BPF
+loader's (program deployment), decoded into the
 ``{"program", "programId", "parsed": {"type", "info"}, "stackHeight"}`` shape Solana's transaction
 status parsers give. An instruction of any other program, or one that does not decode, is
 "partially decoded" as Solana leaves it: ``{"programId", "accounts", "data" (base58),
@@ -11,6 +12,7 @@ SPL Token are strings, lamports and space are numbers, as there.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -23,6 +25,7 @@ TOKEN_PROGRAMS: Final = frozenset(
     {"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"}
 )
 ASSOCIATED_TOKEN_PROGRAM: Final = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
+UPGRADEABLE_LOADER: Final = "BPFLoaderUpgradeab1e11111111111111111111111"
 MEMO_PROGRAMS: Final = frozenset(
     {"Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo", "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"}
 )
@@ -457,6 +460,86 @@ def _associated_token(data: bytes, accounts: _Accounts) -> dict[str, Any]:
     raise NotParsable
 
 
+# -- the upgradeable BPF loader (program deployment) ---------------------------------------------
+
+
+def _optional(accounts: _Accounts, position: int) -> str | None:
+    return accounts.keys[position] if len(accounts.keys) > position else None
+
+
+#: The upgradeable loader's instructions with no data beyond their tag: ``(type, account field
+#: names)``; fields past the accounts given are null (the optional ones).
+_LOADER_PLAIN: Final[dict[int, tuple[str, tuple[str, ...], int]]] = {
+    3: (
+        "upgrade",
+        (
+            "programDataAccount",
+            "programAccount",
+            "bufferAccount",
+            "spillAccount",
+            "rentSysvar",
+            "clockSysvar",
+            "authority",
+        ),
+        7,
+    ),
+    4: ("setAuthority", ("account", "authority", "newAuthority"), 2),
+    5: ("close", ("account", "recipient", "authority", "programAccount"), 3),
+    7: ("setAuthorityChecked", ("account", "authority", "newAuthority"), 3),
+}
+
+
+def _upgradeable_loader(data: bytes, accounts: _Accounts) -> dict[str, Any]:
+    read = _Reader(data)
+    tag = read.uint(4)
+    if tag == 0:
+        accounts.need(1)
+        info: dict[str, Any] = {"account": accounts[0]}
+        if len(accounts.keys) > 1:
+            info["authority"] = accounts[1]
+        return _parsed("initializeBuffer", info)
+    if tag == 1:
+        accounts.need(2)
+        offset = read.uint(4)
+        chunk = read.take(read.uint(8))
+        return _parsed(
+            "write",
+            {
+                "offset": offset,
+                "bytes": base64.b64encode(chunk).decode(),
+                "account": accounts[0],
+                "authority": accounts[1],
+            },
+        )
+    if tag == 2:
+        accounts.need(8)
+        names: tuple[str, ...] = (
+            "payerAccount",
+            "programDataAccount",
+            "programAccount",
+            "bufferAccount",
+            "rentSysvar",
+            "clockSysvar",
+            "systemProgram",
+            "authority",
+        )
+        info = {"maxDataLen": read.uint(8)}
+        info.update({name: accounts[i] for i, name in enumerate(names)})
+        return _parsed("deployWithMaxDataLen", info)
+    if tag in _LOADER_PLAIN:
+        kind, names, needed = _LOADER_PLAIN[tag]
+        accounts.need(needed)
+        return _parsed(kind, {name: _optional(accounts, i) for i, name in enumerate(names)})
+    if tag == 6:
+        accounts.need(2)
+        additional = read.uint(4)
+        names = ("programDataAccount", "programAccount", "systemProgram", "payerAccount")
+        info = {"additionalBytes": additional}
+        info.update({name: _optional(accounts, i) for i, name in enumerate(names)})
+        return _parsed("extendProgram", info)
+    raise NotParsable
+
+
 def memo_text(data: bytes) -> str:
     """A memo instruction's text (its data as UTF-8)."""
     try:
@@ -468,6 +551,7 @@ def memo_text(data: bytes) -> str:
 _PARSERS: Final[dict[str, tuple[str, Callable[[bytes, _Accounts], Any]]]] = {
     SYSTEM_PROGRAM: ("system", _system),
     ASSOCIATED_TOKEN_PROGRAM: ("spl-associated-token-account", _associated_token),
+    UPGRADEABLE_LOADER: ("bpf-upgradeable-loader", _upgradeable_loader),
     **{program: ("spl-token", _token) for program in TOKEN_PROGRAMS},
     **{program: ("spl-memo", lambda data, _accounts: memo_text(data)) for program in MEMO_PROGRAMS},
 }

@@ -105,8 +105,17 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     async def start(self) -> None:
         # The options were checked when the adapter was built; the runtime (LiteSVM, about 11 ms)
-        # is made by the first call that needs it.
+        # is made by the first call that needs it, or now when programs are loaded from files
+        # (a file that is no program fails the start, not a dapp's first call).
         self._started = True
+        if self.options.programs:
+            try:
+                self._made()
+            except Exception as exc:  # LiteSVM's own error for a file it cannot load
+                raise ConfigError(
+                    f"networks.{self.spec.name} ({self.name} adapter): a program of `programs` "
+                    f"could not be loaded: {exc}"
+                ) from exc
 
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
