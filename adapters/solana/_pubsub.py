@@ -1,11 +1,15 @@
 """Solana's PubSub, family side, sans-io: subscribe params parsed into matchers over the ledger's
 events, and each notification's ``result`` encoded once per group of alike subscriptions.
 
-The core's subscription hub (chain-neutral) would keep ids and connections; per event it asks each
-group's matcher for the result bytes once (:meth:`Matcher.render`) and splices them into every
+The core's subscription hub (chain-neutral) keeps ids and connections; per event it asks each
+group's matcher for the result bytes once (:meth:`Matcher.render_all`, through
+:class:`SolanaIndex`: ``slotsUpdatesSubscribe`` makes several a slot) and splices them into every
 subscriber's ``{"jsonrpc":"2.0","method":<notification>,"params":{"result":…,"subscription":<id>}}``
 frame. ``Matcher.key`` names the group: subscriptions with equal keys render identical bytes.
-Solana's subscription ids are integers, and ``signatureSubscribe`` ends after one notification.
+Solana's subscription ids are integers, and ``signatureSubscribe`` ends after one notification
+(at once, for a signature that has landed: :meth:`SolanaSubscriptions.initial`). The root, slot
+updates, block and vote feeds are rendered from the closed slot a :class:`SlotEvent` carries
+(:mod:`._slot_feeds`).
 """
 
 from __future__ import annotations
