@@ -36,6 +36,7 @@ from ._token_methods import TOKEN_HANDLERS, TokenMethods
 from ._transaction_view import (
     block_json,
     block_shape,
+    memo,
     transaction_encoding,
     transaction_json,
     version,
@@ -311,7 +312,7 @@ class SolanaMethods:
                     "signature": signature,
                     "slot": record.slot,
                     "err": wire.transaction_error(record.err),
-                    "memo": None,
+                    "memo": memo(record.tx),
                     "blockTime": record.block_time,
                     "confirmationStatus": "finalized",
                 }

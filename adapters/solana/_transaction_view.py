@@ -74,6 +74,29 @@ def compute_unit_price(tx: VersionedTransaction) -> int:
     return 0
 
 
+#: The memo programs whose instructions ``getSignaturesForAddress`` lists as ``memo`` (v1, v3).
+_MEMO_PROGRAMS: Final = frozenset(
+    {"Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo", "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"}
+)
+
+
+def memo(tx: VersionedTransaction) -> str | None:
+    """The memos of ``tx``'s memo instructions as Solana lists them: ``[<bytes>] <text>`` each
+    (``(unparsable)`` for one that is not UTF-8), joined by ``; ``; None without any."""
+    keys = tx.message.account_keys
+    memos = []
+    for ix in tx.message.instructions:
+        if str(keys[ix.program_id_index]) not in _MEMO_PROGRAMS:
+            continue
+        data = bytes(ix.data)
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            text = "(unparsable)"
+        memos.append(f"[{len(data)}] {text}")
+    return "; ".join(memos) if memos else None
+
+
 def version(tx: VersionedTransaction) -> Any:
     """``"legacy"`` or the message version number."""
     kind = tx.version()

@@ -174,6 +174,8 @@ async def test_a_token_transfer_parsed(node: Node) -> None:
         "preTokenBalances",
         "postTokenBalances",
     }
+    (listed_signature,) = await node("getSignaturesForAddress", str(alice_ata))
+    assert listed_signature["memo"] == "[16] thanks for lunch"
     plain = await node("getTransaction", signature, {"encoding": "json"})
     assert plain["transaction"]["message"]["accountKeys"][0] == str(BOB.pubkey())
     assert plain["meta"]["postTokenBalances"] == meta["postTokenBalances"]
