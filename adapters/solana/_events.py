@@ -9,6 +9,9 @@ from solders.account import Account
 from solders.keypair import Keypair
 from solders.transaction import VersionedTransaction
 
+#: ``(program id index, account indexes, data, stack height)`` of an inner instruction.
+InnerInstruction = tuple[int, tuple[int, ...], bytes, int | None]
+
 
 @dataclass(frozen=True, slots=True)
 class TransactionRecord:
@@ -28,6 +31,9 @@ class TransactionRecord:
     #: ``preTokenBalances`` / ``postTokenBalances``: the token accounts among its keys, as JSON.
     pre_token_balances: tuple[dict[str, Any], ...] = ()
     post_token_balances: tuple[dict[str, Any], ...] = ()
+    #: The instructions the programs invoked (CPIs), per top-level instruction that made any:
+    #: ``(its index, ((program id index, account indexes, data, stack height), ...))``.
+    inner: tuple[tuple[int, tuple[InnerInstruction, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from adapters._ed25519 import derive_keypairs
 from ._events import (
     AccountEvent,
     ClosedSlot,
+    InnerInstruction,
     SlotEvent,
     SolanaEvent,
     TransactionEvent,
@@ -119,6 +120,31 @@ def writable_keys(tx: VersionedTransaction) -> list[Pubkey]:
         for index, key in enumerate(keys)
         if index < writable_signed or signed <= index < writable_unsigned_end
     ]
+
+
+def _inner_instructions(
+    per_instruction: Sequence[Sequence[Any]],
+) -> tuple[tuple[int, tuple[InnerInstruction, ...]], ...]:
+    """LiteSVM's inner instructions as a record keeps them (the top-level ones that made none
+    are left out, as Solana leaves them out)."""
+    kept = []
+    for index, inner in enumerate(per_instruction):
+        if inner:
+            kept.append(
+                (
+                    index,
+                    tuple(
+                        (
+                            item.instruction().program_id_index,
+                            tuple(item.instruction().accounts),
+                            bytes(item.instruction().data),
+                            item.stack_height(),
+                        )
+                        for item in inner
+                    ),
+                )
+            )
+    return tuple(kept)
 
 
 class Ledger:
@@ -301,6 +327,7 @@ class Ledger:
             tx=tx,
             err=err,
             logs=tuple(meta.logs()),
+            inner=_inner_instructions(meta.inner_instructions()),
             fee=meta.fee() if err is None else self.fee(tx),
             units=meta.compute_units_consumed(),
             accounts=tuple(str(key) for key in keys),

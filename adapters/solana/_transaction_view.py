@@ -179,7 +179,39 @@ def _message_json(tx: VersionedTransaction, parsed: bool) -> dict[str, Any]:
     return body
 
 
-def _meta(record: TransactionRecord, *, accounts_only: bool = False) -> dict[str, Any]:
+def _inner_json(record: TransactionRecord, parsed: bool) -> list[dict[str, Any]]:
+    """``innerInstructions``: the instructions programs invoked, per top-level instruction,
+    compiled (``json``) or parsed like the top-level ones (``jsonParsed``)."""
+    keys = list(record.accounts)
+    listed = []
+    for index, inner in record.inner:
+        instructions = []
+        for program_index, accounts, data, stack_height in inner:
+            if parsed:
+                instructions.append(
+                    parse_instruction(
+                        keys[program_index] if program_index < len(keys) else "",
+                        [keys[i] for i in accounts if i < len(keys)],
+                        data,
+                        stack_height,
+                    )
+                )
+            else:
+                instructions.append(
+                    {
+                        "programIdIndex": program_index,
+                        "accounts": list(accounts),
+                        "data": b58encode(data),
+                        "stackHeight": stack_height,
+                    }
+                )
+        listed.append({"index": index, "instructions": instructions})
+    return listed
+
+
+def _meta(
+    record: TransactionRecord, *, accounts_only: bool = False, parsed: bool = False
+) -> dict[str, Any]:
     err = wire.transaction_error(record.err)
     meta: dict[str, Any] = {
         "err": err,
@@ -194,7 +226,7 @@ def _meta(record: TransactionRecord, *, accounts_only: bool = False) -> dict[str
         return meta
     meta.update(
         {
-            "innerInstructions": [],
+            "innerInstructions": _inner_json(record, parsed),
             "logMessages": list(record.logs),
             "preTokenBalances": list(record.pre_token_balances),
             "postTokenBalances": list(record.post_token_balances),
@@ -222,7 +254,7 @@ def transaction_json(record: TransactionRecord, encoding: str, versioned: bool) 
         "slot": record.slot,
         "blockTime": record.block_time,
         "transaction": transaction,
-        "meta": _meta(record),
+        "meta": _meta(record, parsed=encoding == "jsonParsed"),
     }
     if versioned:
         result["version"] = version(tx)

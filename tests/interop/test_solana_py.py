@@ -386,6 +386,9 @@ async def test_spl_token_reads() -> None:
         ("spl-token", "approve"),
     ]
     assert message.instructions[1].parsed["info"]["lamports"] == SOL
+    (inner,) = seen["parsed"].meta.inner_instructions
+    assert inner.index == 0  # the ATA program's calls
+    assert [ix.parsed["type"] for ix in inner.instructions][-1] == "initializeAccount3"
     post = seen["parsed"].meta.post_token_balances
     assert {balance.ui_token_amount.amount for balance in post} == {"2500000", str(SOL)}
     block_message = seen["block"].transactions[0].transaction.message

@@ -131,6 +131,22 @@ async def test_a_token_transfer_parsed(node: Node) -> None:
     }
 
     meta = answer["meta"]
+    # the ATA program's calls, parsed like the top-level instructions, at stack height 2
+    (inner,) = meta["innerInstructions"]
+    assert inner["index"] == 1
+    assert [
+        (ix["program"], ix["parsed"]["type"], ix["stackHeight"]) for ix in inner["instructions"]
+    ] == [
+        ("spl-token", "getAccountDataSize", 2),
+        ("system", "createAccount", 2),
+        ("spl-token", "initializeImmutableOwner", 2),
+        ("spl-token", "initializeAccount3", 2),
+    ]
+    assert inner["instructions"][3]["parsed"]["info"] == {
+        "account": str(alice_ata),
+        "mint": mint,
+        "owner": str(ALICE.pubkey()),
+    }
     holding_index = [entry["pubkey"] for entry in message["accountKeys"]].index(holding)
     assert {
         "accountIndex": holding_index,
@@ -179,6 +195,13 @@ async def test_a_token_transfer_parsed(node: Node) -> None:
     plain = await node("getTransaction", signature, {"encoding": "json"})
     assert plain["transaction"]["message"]["accountKeys"][0] == str(BOB.pubkey())
     assert plain["meta"]["postTokenBalances"] == meta["postTokenBalances"]
+    (compiled,) = plain["meta"]["innerInstructions"]
+    keys = plain["transaction"]["message"]["accountKeys"]
+    created = compiled["instructions"][1]
+    assert keys[created["programIdIndex"]] == SYSTEM
+    assert [keys[i] for i in created["accounts"]] == [str(BOB.pubkey()), str(alice_ata)]
+    assert created["stackHeight"] == 2
+    assert isinstance(created["data"], str)  # base58
 
 
 async def test_system_instructions_parsed(node: Node) -> None:
