@@ -72,6 +72,11 @@ class AccountEvent:
     address: str
     account: Account | None
     slot: int
+    #: The decimals of its mint, for a token account (its ``jsonParsed`` form needs them).
+    decimals: int | None = None
+
+    def decimals_of(self, mint: bytes) -> int | None:
+        return self.decimals
 
 
 @dataclass(frozen=True, slots=True)

@@ -346,7 +346,10 @@ class Ledger:
             self._forget(next(iter(self.transactions)))
         self._events.append(TransactionEvent(record))
         for key in writable_keys(tx):
-            self._events.append(AccountEvent(str(key), self.account(key), self.slot))
+            account = self.account(key)
+            self._events.append(
+                AccountEvent(str(key), account, self.slot, self._token_decimals(account))
+            )
         return record
 
     def _forget(self, signature: str) -> None:
@@ -400,21 +403,26 @@ class Ledger:
         account = self.account(address)
         return 0 if account is None else account.lamports
 
+    def _token_decimals(self, account: Account | None) -> int | None:
+        """The decimals of a token account's mint (None for any other account)."""
+        if account is None or account.owner not in TOKEN_PROGRAMS:
+            return None
+        data = bytes(account.data)
+        if not is_token_account(data):
+            return None
+        mint = self.account(Pubkey.from_bytes(account_mint(data)))
+        return None if mint is None else mint_decimals(bytes(mint.data))
+
     def token_balances(self, keys: Sequence[Pubkey]) -> tuple[dict[str, Any], ...]:
         """The token accounts among ``keys`` as a transaction's ``preTokenBalances`` and
         ``postTokenBalances`` list them (by index among the keys)."""
         balances = []
         for index, key in enumerate(keys):
             account = self.account(key)
-            if account is None or account.owner not in TOKEN_PROGRAMS:
+            decimals = self._token_decimals(account)
+            if account is None or decimals is None:
                 continue
             data = bytes(account.data)
-            if not is_token_account(data):
-                continue
-            mint = self.account(Pubkey.from_bytes(account_mint(data)))
-            decimals = None if mint is None else mint_decimals(bytes(mint.data))
-            if decimals is None:
-                continue
             balances.append(
                 {
                     "accountIndex": index,

@@ -91,7 +91,7 @@ class Matcher:
                 return None
             value = {
                 "pubkey": event.address,
-                "account": wire.encode_account(account, encoding, window),
+                "account": wire.encode_account(account, encoding, window, event.decimals_of),
             }
             return _context(event.slot, value)
         if not isinstance(event, TransactionEvent):
@@ -155,7 +155,7 @@ def _account_value(event: AccountEvent, encoding: str, window: tuple[int, int] |
             "rentEpoch": wire.RENT_EXEMPT_EPOCH,
             "space": 0,
         }
-    return wire.encode_account(event.account, encoding, window)
+    return wire.encode_account(event.account, encoding, window, event.decimals_of)
 
 
 def _frozen_filters(filters: list[dict[str, Any]]) -> tuple[Any, ...]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 
+import msgspec
+import trio
+import trio.testing
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -36,6 +39,8 @@ from spl.token.models import (
 )
 
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
+from adapters.solana._events import SolanaEvent
+from adapters.solana._pubsub import parse
 from adapters.solana._token import NATIVE_MINT, token_amount
 
 from .conftest import Node
@@ -325,3 +330,43 @@ async def test_wrapped_sol(node: Node) -> None:
     assert parsed["isNative"] is True
     assert parsed["rentExemptReserve"]["amount"] == "2039280"
     assert info["lamports"] == SOL + 2039280
+
+
+async def test_token_account_notifications_are_parsed(node: Node) -> None:
+    """``accountSubscribe`` and ``programSubscribe`` with ``jsonParsed`` see a token account
+    parsed (its mint's decimals travel with the event)."""
+    mint, holding = await a_token(node)
+    seen: list[SolanaEvent] = []
+
+    async def keep(event: SolanaEvent) -> None:
+        seen.append(event)
+
+    adapter = node.adapter
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.serve_events, adapter.spec.chain, keep)
+        await send(
+            node,
+            [ALICE],
+            mint_to(
+                MintToParams(
+                    program_id=TOKEN_PROGRAM_ID,
+                    mint=Pubkey.from_string(mint),
+                    dest=Pubkey.from_string(holding),
+                    mint_authority=ALICE.pubkey(),
+                    amount=66,
+                )
+            ),
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    account = parse("accountSubscribe", [holding, {"encoding": "jsonParsed"}])
+    (notified,) = [msgspec.json.decode(r) for e in seen if (r := account.render(e)) is not None]
+    info = notified["value"]["data"]["parsed"]["info"]
+    assert info["tokenAmount"]["uiAmountString"] == "13"
+    program = parse(
+        "programSubscribe",
+        [str(TOKEN_PROGRAM_ID), {"encoding": "jsonParsed", "filters": [{"dataSize": 165}]}],
+    )
+    (owned,) = [msgspec.json.decode(r) for e in seen if (r := program.render(e)) is not None]
+    assert owned["value"]["pubkey"] == holding
+    assert owned["value"]["account"]["data"]["parsed"]["type"] == "account"
