@@ -443,7 +443,9 @@ class SolanaMethods:
             post = dict(simulation.accounts)
             after = [post.get(a) or self.ledger.account(a) for a in addresses]
             result["accounts"] = [
-                None if account is None else wire.encode_account(account, encoding, None)
+                None
+                if account is None
+                else wire.encode_account(account, encoding, None, self._decimals_of)
                 for account in after
             ]
         return self._wrap(result)

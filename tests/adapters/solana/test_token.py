@@ -370,3 +370,28 @@ async def test_token_account_notifications_are_parsed(node: Node) -> None:
     (owned,) = [msgspec.json.decode(r) for e in seen if (r := program.render(e)) is not None]
     assert owned["value"]["pubkey"] == holding
     assert owned["value"]["account"]["data"]["parsed"]["type"] == "account"
+
+
+async def test_simulated_token_accounts_are_parsed(node: Node) -> None:
+    mint, holding = await a_token(node)
+    minting = mint_to(
+        MintToParams(
+            program_id=TOKEN_PROGRAM_ID,
+            mint=Pubkey.from_string(mint),
+            dest=Pubkey.from_string(holding),
+            mint_authority=ALICE.pubkey(),
+            amount=6,
+        )
+    )
+    tx = Transaction(
+        [ALICE], Message([minting], ALICE.pubkey()), Hash.from_string(await blockhash(node))
+    )
+    simulated = await node(
+        "simulateTransaction",
+        base64.b64encode(bytes(tx)).decode(),
+        {"encoding": "base64", "accounts": {"addresses": [holding], "encoding": "jsonParsed"}},
+    )
+    (after,) = simulated["value"]["accounts"]
+    assert after["data"]["parsed"]["info"]["tokenAmount"]["amount"] == "1240"
+    # only simulated: the account is as it was
+    assert (await node("getTokenAccountBalance", holding))["value"]["amount"] == "1234"
