@@ -42,6 +42,7 @@ from ._events import (
     TransactionEvent,
     TransactionRecord,
 )
+from ._memo_logs import MEMO_V3, as_released
 from ._options import SolanaDevOptions
 from ._token import (
     NATIVE_MINT,
@@ -171,6 +172,7 @@ class Ledger:
         native = native_mint_data()
         rent = self.svm.minimum_balance_for_rent_exemption(len(native))
         self.svm.set_account(NATIVE_MINT, Account(rent, native, TOKEN_PROGRAM, False, 0))
+        self._carried_memo = MEMO_V3 not in {program.id for program in options.programs}
         for program in options.programs:
             # A file that is not an SBF program is the operator's error: the adapter's start
             # turns it into a ConfigError.
@@ -193,6 +195,11 @@ class Ledger:
         self._random = random.Random(self.genesis_hash)
         self._events: list[SolanaEvent] = []
         self._sync_clock()
+
+    def _logs(self, logs: Sequence[str]) -> tuple[str, ...]:
+        """A transaction's logs, Memo v3's in the released program's words while the build
+        LiteSVM carries runs it (see :mod:`._memo_logs`)."""
+        return as_released(logs) if self._carried_memo else tuple(logs)
 
     def _fund(self, address: Pubkey, lamports: int) -> None:
         self.svm.set_account(address, Account(lamports, b"", SYSTEM_PROGRAM, False, 0))
@@ -301,12 +308,13 @@ class Ledger:
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             return Simulation(
-                result.err(), tuple(meta.logs()), meta.compute_units_consumed(), fee, ()
+                result.err(), self._logs(meta.logs()), meta.compute_units_consumed(), fee, ()
             )
         meta = result.meta()
         wanted = set(addresses)
         post = tuple((key, account) for key, account in result.post_accounts() if key in wanted)
-        return Simulation(None, tuple(meta.logs()), meta.compute_units_consumed(), meta.fee(), post)
+        logs = self._logs(meta.logs())
+        return Simulation(None, logs, meta.compute_units_consumed(), meta.fee(), post)
 
     def execute(self, tx: VersionedTransaction) -> TransactionRecord:
         """Land ``tx`` in the current slot (failed or not, as Solana with preflight skipped)."""
@@ -326,7 +334,7 @@ class Ledger:
             block_time=self._now,
             tx=tx,
             err=err,
-            logs=tuple(meta.logs()),
+            logs=self._logs(meta.logs()),
             inner=_inner_instructions(meta.inner_instructions()),
             fee=meta.fee() if err is None else self.fee(tx),
             units=meta.compute_units_consumed(),
