@@ -239,6 +239,16 @@ class SubscriptionFamily(ABC):
         """The notification methods the family's messages carry (default: none declared)."""
         return frozenset()
 
+    #: Seconds between a subscribe call's answer and its :meth:`initial` notification.
+    initial_delay: ClassVar[float] = 0.0
+
+    def initial(self, matcher: EventMatcher) -> bytes | None:
+        """The ``result`` of a notification due as soon as a subscription starts, sent after the
+        subscribe call's answer (:attr:`initial_delay` after it) (Solana: ``signatureSubscribe``
+        of a signature that has a status already); a one-shot subscription ends with it.
+        Default: none."""
+        return None
+
     def method_docs(self) -> MethodDocs:
         """Descriptions of the family's subscribe and unsubscribe methods, and of its
         notifications (a :class:`MethodDoc` without a result), for ``rpc.discover`` (default:

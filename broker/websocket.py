@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker import frames
+from broker import after_answer, frames
 from broker.dispatch import CallContext
 from broker.limits import Limits
 from broker.outbox import Outbox
@@ -231,16 +231,22 @@ class WebSocketConnection:
             self._calls = set()
         self._calls.add(scope)
         reply = None
-        try:
-            with scope:
-                reply = await self._dispatcher.handle(payload, self.context)
-            if self._settle is not None:
-                await self._settle(self)  # what the call changed is kept before it is answered
-        finally:
-            self._calls.discard(scope)
-            idle = self.protocol.call_answered()
+        with after_answer.collecting() as following:
+            try:
+                with scope:
+                    reply = await self._dispatcher.handle(payload, self.context)
+                if self._settle is not None:
+                    await self._settle(self)  # what the call changed is kept before it is answered
+            finally:
+                self._calls.discard(scope)
+                idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)
+        for delay, send, frame in following:
+            if delay > 0:
+                self._nursery.start_soon(_send_later, delay, send, frame)
+            else:
+                send(frame)
         if idle and self._idle is not None:
             self._idle.set()
 
@@ -251,3 +257,9 @@ class WebSocketConnection:
         if self.protocol.drain():
             self._idle = trio.Event()
             await self._idle.wait()
+
+
+async def _send_later(delay: float, send: Callable[[bytes], bool], frame: bytes) -> None:
+    """A frame that follows a call's answer after a pause (cancelled with the connection)."""
+    await trio.sleep(delay)
+    send(frame)

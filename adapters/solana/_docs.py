@@ -37,6 +37,15 @@ COMPONENTS: Final[dict[str, Any]] = {
             "encoding": {"type": "string"},
         },
     },
+    "SolanaTokenAmount": {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "string"},
+            "decimals": {"type": "integer"},
+            "uiAmount": {"type": ["number", "null"]},
+            "uiAmountString": {"type": "string"},
+        },
+    },
     "SolanaAccount": {
         "oneOf": [
             {
@@ -57,6 +66,7 @@ COMPONENTS: Final[dict[str, Any]] = {
 
 _CONFIG: Final = ParamDoc("config", _ref("SolanaConfig"), required=False)
 _INTEGER: Final = {"type": "integer", "minimum": 0}
+_OBJECT: Final = {"type": "object"}
 _INVALID: Final = (-32602, "Invalid params")
 _NOT_REACHED: Final = (-32016, "Minimum context slot has not been reached")
 
@@ -72,6 +82,7 @@ def _param(name: str, schema: dict[str, Any]) -> ParamDoc:
 
 
 _ADDRESS: Final = _param("address", _ref("SolanaAddress"))
+_SLOT: Final = _param("slot", _INTEGER)
 _TRANSACTION: Final = _param("transaction", {"type": "string"})
 
 METHOD_DOCS: Final[dict[str, MethodDoc]] = {
@@ -165,6 +176,87 @@ METHOD_DOCS: Final[dict[str, MethodDoc]] = {
         (_ADDRESS, _param("lamports", _INTEGER), _CONFIG),
         _ref("SolanaSignature"),
     ),
+    "getTokenAccountBalance": _doc(
+        "A token account's balance",
+        (_param("account", _ref("SolanaAddress")), _CONFIG),
+        _wrapped(_ref("SolanaTokenAmount")),
+    ),
+    "getTokenAccountsByOwner": _doc(
+        "The token accounts of an owner, of one mint or one token program",
+        (_ADDRESS, _param("filter", {"type": "object"}), _CONFIG),
+        _wrapped({"type": "array"}),
+    ),
+    "getTokenAccountsByDelegate": _doc(
+        "The token accounts a delegate may spend from, of one mint or one token program",
+        (_ADDRESS, _param("filter", {"type": "object"}), _CONFIG),
+        _wrapped({"type": "array"}),
+    ),
+    "getTokenSupply": _doc(
+        "A mint's supply",
+        (_param("mint", _ref("SolanaAddress")), _CONFIG),
+        _wrapped(_ref("SolanaTokenAmount")),
+    ),
+    "getTokenLargestAccounts": _doc(
+        "The 20 largest accounts of a mint",
+        (_param("mint", _ref("SolanaAddress")), _CONFIG),
+        _wrapped({"type": "array"}),
+    ),
+    "getRecentPrioritizationFees": _doc(
+        "Per recent slot, the lowest compute-unit price paid (of transactions writing the "
+        "addresses, up to 128)",
+        (ParamDoc("addresses", {"type": "array"}, required=False),),
+        {"type": "array"},
+    ),
+    "getEpochSchedule": _doc("The epoch schedule (432,000 slots, no warm-up)", (), _OBJECT),
+    "getRecentPerformanceSamples": _doc(
+        "Slots and transactions per 60 s of block time, newest first",
+        (ParamDoc("limit", _INTEGER, required=False),),
+        {"type": "array"},
+    ),
+    "getSupply": _doc("Lamports in existence", (_CONFIG,), _wrapped(_OBJECT)),
+    "getLargestAccounts": _doc(
+        "The 20 largest accounts (filter: circulating, nonCirculating)",
+        (_CONFIG,),
+        _wrapped({"type": "array"}),
+    ),
+    "getBlockCommitment": _doc(
+        "A block's commitment (null: rooted) and the total stake", (_SLOT,), _OBJECT
+    ),
+    "getBlocksWithLimit": _doc(
+        "Up to limit slots with a block from start",
+        (_param("start", _INTEGER), _param("limit", _INTEGER), _CONFIG),
+        {"type": "array", "items": _INTEGER},
+    ),
+    "getIdentity": _doc("The node's identity", (), _OBJECT),
+    "getSlotLeader": _doc(
+        "The current slot's leader (the node)", (_CONFIG,), _ref("SolanaAddress")
+    ),
+    "getSlotLeaders": _doc(
+        "The leaders of up to 5,000 slots from start",
+        (_param("start", _INTEGER), _param("limit", _INTEGER)),
+        {"type": "array"},
+    ),
+    "getClusterNodes": _doc("The cluster's nodes (this one)", (), {"type": "array"}),
+    "getLeaderSchedule": _doc(
+        "The epoch's leader schedule (the node leads every slot)",
+        (ParamDoc("slot", _INTEGER, required=False), _CONFIG),
+        {"oneOf": [_OBJECT, {"type": "null"}]},
+    ),
+    "getVoteAccounts": _doc("The vote accounts (the node's)", (_CONFIG,), _OBJECT),
+    "getInflationGovernor": _doc("Solana's default inflation schedule", (_CONFIG,), _OBJECT),
+    "getInflationRate": _doc("The inflation rates of this epoch", (), _OBJECT),
+    "getInflationReward": _doc(
+        "Inflation rewards of addresses (null: none is paid here)",
+        (_param("addresses", {"type": "array"}), _CONFIG),
+        {"type": "array"},
+    ),
+    "getStakeMinimumDelegation": _doc(
+        "The stake program's minimum delegation", (_CONFIG,), _wrapped(_INTEGER)
+    ),
+    "getHighestSnapshotSlot": _doc(
+        "The highest snapshot (none here)", (), _OBJECT, (-32008, "No snapshot")
+    ),
+    "minimumLedgerSlot": _doc("The oldest slot kept", (), _INTEGER),
     "scopecast_advanceSlots": _doc(
         "Dev: produce slots now (1 to 10,000)",
         (ParamDoc("count", _INTEGER, required=False),),

@@ -16,9 +16,11 @@ import random
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from solders.account import Account
+from solders.epoch_schedule import EpochSchedule
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -32,8 +34,29 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import derive_keypairs
 
-from ._events import AccountEvent, SlotEvent, SolanaEvent, TransactionEvent, TransactionRecord
+from ._events import (
+    AccountEvent,
+    ClosedSlot,
+    InnerInstruction,
+    SlotEvent,
+    SolanaEvent,
+    TransactionEvent,
+    TransactionRecord,
+)
+from ._memo_logs import MEMO_V3, as_released
 from ._options import SolanaDevOptions
+from ._token import (
+    NATIVE_MINT,
+    TOKEN_PROGRAM,
+    TOKEN_PROGRAMS,
+    account_amount,
+    account_mint,
+    account_owner,
+    is_token_account,
+    mint_decimals,
+    native_mint_data,
+    token_amount,
+)
 
 #: Slots a blockhash stays valid for (Solana's MAX_PROCESSING_AGE).
 BLOCKHASH_VALIDITY: Final = 150
@@ -43,6 +66,21 @@ FAUCET_LAMPORTS: Final = 10**18
 #: Demo transfers per timed slot, and their size in lamports.
 DEMO_TRANSFERS: Final = 2
 DEMO_LAMPORTS: Final = (1_000, 1_000_000)
+#: The owners of every account at genesis (the supply is counted over them).
+SUPPLY_OWNERS: Final = tuple(
+    Pubkey.from_string(owner)
+    for owner in (
+        "11111111111111111111111111111111",
+        "NativeLoader1111111111111111111111111111111",
+        "BPFLoader1111111111111111111111111111111111",
+        "BPFLoader2111111111111111111111111111111111",
+        "BPFLoaderUpgradeab1e11111111111111111111111",
+        "Sysvar1111111111111111111111111111111111111",
+        "Feature111111111111111111111111111111111111",
+        "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+        "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    )
+)
 #: Transactions (and slots) kept for getTransaction, getSignatureStatuses and
 #: getSignaturesForAddress: a dev node producing slots for days stays bounded.
 MAX_HISTORY: Final = 100_000
@@ -88,17 +126,66 @@ def writable_keys(tx: VersionedTransaction) -> list[Pubkey]:
     ]
 
 
+def _inner_instructions(
+    per_instruction: Sequence[Sequence[Any]],
+) -> tuple[tuple[int, tuple[InnerInstruction, ...]], ...]:
+    """LiteSVM's inner instructions as a record keeps them (the top-level ones that made none
+    are left out, as Solana leaves them out)."""
+    kept = []
+    for index, inner in enumerate(per_instruction):
+        if inner:
+            kept.append(
+                (
+                    index,
+                    tuple(
+                        (
+                            item.instruction().program_id_index,
+                            tuple(item.instruction().accounts),
+                            bytes(item.instruction().data),
+                            item.stack_height(),
+                        )
+                        for item in inner
+                    ),
+                )
+            )
+    return tuple(kept)
+
+
 class Ledger:
     """One Solana dev chain: accounts in LiteSVM, slots and history here."""
 
     def __init__(self, options: SolanaDevOptions, now: float) -> None:
         self.svm = LiteSVM().with_blockhash_check(False).with_sigverify(False)
+        # Epochs of 432,000 slots from the first (getEpochInfo, getEpochSchedule), with no
+        # warm-up epochs: the runtime's sysvar says the same.
+        self.svm.set_epoch_schedule(EpochSchedule.without_warmup())
         self.genesis_hash = _genesis_hash(options)
+        # The one node of this cluster: its identity (leader of every slot) and vote account.
+        self.identity = Keypair.from_seed(hashlib.sha256(self.genesis_hash + b"identity").digest())
+        self.vote_account = Keypair.from_seed(
+            hashlib.sha256(self.genesis_hash + b"vote").digest()
+        ).pubkey()
         self.keypairs = derive_keypairs(options.mnemonic, options.accounts)
         self.faucet = Keypair.from_seed(hashlib.sha256(self.genesis_hash + b"faucet").digest())
         for keypair in self.keypairs:
             self._fund(keypair.pubkey(), options.lamports)
         self._fund(self.faucet.pubkey(), FAUCET_LAMPORTS)
+        # Every cluster has the native mint from genesis: without it a wrapped-SOL account
+        # cannot be made (the token program answers IncorrectProgramId).
+        native = native_mint_data()
+        rent = self.svm.minimum_balance_for_rent_exemption(len(native))
+        self.svm.set_account(NATIVE_MINT, Account(rent, native, TOKEN_PROGRAM, False, 0))
+        self._carried_memo = MEMO_V3 not in {program.id for program in options.programs}
+        for program in options.programs:
+            # A file that is not an SBF program is the operator's error: the adapter's start
+            # turns it into a ConfigError.
+            self.svm.add_program_from_file(Pubkey.from_string(program.id), Path(program.path))
+        #: Lamports at genesis; fees are burned (no leader collects them), so the supply is
+        #: this less :attr:`burned`.
+        self.genesis_supply = sum(
+            account.lamports for owner in SUPPLY_OWNERS for _, account in self._owned(owner)
+        )
+        self.burned = 0
         self.slot = 0
         self._blockhashes: dict[bytes, int] = {self.genesis_hash: 0}
         self._recent: deque[bytes] = deque([self.genesis_hash])
@@ -111,6 +198,11 @@ class Ledger:
         self._random = random.Random(self.genesis_hash)
         self._events: list[SolanaEvent] = []
         self._sync_clock()
+
+    def _logs(self, logs: Sequence[str]) -> tuple[str, ...]:
+        """A transaction's logs, Memo v3's in the released program's words while the build
+        LiteSVM carries runs it (see :mod:`._memo_logs`)."""
+        return as_released(logs) if self._carried_memo else tuple(logs)
 
     def _fund(self, address: Pubkey, lamports: int) -> None:
         self.svm.set_account(address, Account(lamports, b"", SYSTEM_PROGRAM, False, 0))
@@ -155,6 +247,7 @@ class Ledger:
         """Close the current slot and open the next one (with a new blockhash); the closed slot."""
         closed = self.block(self.slot)
         assert closed is not None
+        previous = self.slots.get(closed.parent, closed)
         self.slots[self.slot] = closed
         if len(self.slots) > MAX_HISTORY:
             del self.slots[next(iter(self.slots))]
@@ -167,7 +260,20 @@ class Ledger:
         while len(self._recent) > BLOCKHASH_VALIDITY + 1:
             del self._blockhashes[self._recent.popleft()]
         self._sync_clock()
-        self._events.append(SlotEvent(self.slot, closed.slot, closed.slot))
+        block = ClosedSlot(
+            slot=closed.slot,
+            parent=closed.parent,
+            blockhash=closed.blockhash,
+            previous_blockhash=previous.blockhash,
+            block_time=closed.block_time,
+            records=tuple(
+                self.transactions[s] for s in closed.signatures if s in self.transactions
+            ),
+            timestamp_ms=int(now * 1000),
+            identity=self.identity,
+            vote_account=str(self.vote_account),
+        )
+        self._events.append(SlotEvent(self.slot, closed.slot, closed.slot, block))
         return closed
 
     def demo_traffic(self, count: int = DEMO_TRANSFERS) -> list[TransactionRecord]:
@@ -205,17 +311,19 @@ class Ledger:
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             return Simulation(
-                result.err(), tuple(meta.logs()), meta.compute_units_consumed(), fee, ()
+                result.err(), self._logs(meta.logs()), meta.compute_units_consumed(), fee, ()
             )
         meta = result.meta()
         wanted = set(addresses)
         post = tuple((key, account) for key, account in result.post_accounts() if key in wanted)
-        return Simulation(None, tuple(meta.logs()), meta.compute_units_consumed(), meta.fee(), post)
+        logs = self._logs(meta.logs())
+        return Simulation(None, logs, meta.compute_units_consumed(), meta.fee(), post)
 
     def execute(self, tx: VersionedTransaction) -> TransactionRecord:
         """Land ``tx`` in the current slot (failed or not, as Solana with preflight skipped)."""
         keys = list(tx.message.account_keys)
         pre = tuple(self.balance(key) for key in keys)
+        pre_tokens = self.token_balances(keys)
         result: TransactionMetadata | FailedTransactionMetadata = self.svm.send_transaction(tx)
         if isinstance(result, FailedTransactionMetadata):
             err: Any = result.err()
@@ -229,14 +337,18 @@ class Ledger:
             block_time=self._now,
             tx=tx,
             err=err,
-            logs=tuple(meta.logs()),
+            logs=self._logs(meta.logs()),
+            inner=_inner_instructions(meta.inner_instructions()),
             fee=meta.fee() if err is None else self.fee(tx),
             units=meta.compute_units_consumed(),
             accounts=tuple(str(key) for key in keys),
             pre_balances=pre,
             post_balances=tuple(self.balance(key) for key in keys),
+            pre_token_balances=pre_tokens,
+            post_token_balances=self.token_balances(keys),
         )
         self.transactions[signature] = record
+        self.burned += record.fee
         self._slot_signatures.append(signature)
         self.transaction_count += 1
         for address in record.accounts:
@@ -245,7 +357,10 @@ class Ledger:
             self._forget(next(iter(self.transactions)))
         self._events.append(TransactionEvent(record))
         for key in writable_keys(tx):
-            self._events.append(AccountEvent(str(key), self.account(key), self.slot))
+            account = self.account(key)
+            self._events.append(
+                AccountEvent(str(key), account, self.slot, self._token_decimals(account))
+            )
         return record
 
     def _forget(self, signature: str) -> None:
@@ -299,12 +414,51 @@ class Ledger:
         account = self.account(address)
         return 0 if account is None else account.lamports
 
+    def _token_decimals(self, account: Account | None) -> int | None:
+        """The decimals of a token account's mint (None for any other account)."""
+        if account is None or account.owner not in TOKEN_PROGRAMS:
+            return None
+        data = bytes(account.data)
+        if not is_token_account(data):
+            return None
+        mint = self.account(Pubkey.from_bytes(account_mint(data)))
+        return None if mint is None else mint_decimals(bytes(mint.data))
+
+    def token_balances(self, keys: Sequence[Pubkey]) -> tuple[dict[str, Any], ...]:
+        """The token accounts among ``keys`` as a transaction's ``preTokenBalances`` and
+        ``postTokenBalances`` list them (by index among the keys)."""
+        balances = []
+        for index, key in enumerate(keys):
+            account = self.account(key)
+            decimals = self._token_decimals(account)
+            if account is None or decimals is None:
+                continue
+            data = bytes(account.data)
+            balances.append(
+                {
+                    "accountIndex": index,
+                    "mint": b58encode(account_mint(data)),
+                    "uiTokenAmount": token_amount(account_amount(data), decimals),
+                    "owner": b58encode(account_owner(data)),
+                    "programId": str(account.owner),
+                }
+            )
+        return tuple(balances)
+
     def program_accounts(self, program: Pubkey) -> list[tuple[Pubkey, Account]]:
+        return self._owned(program)
+
+    def _owned(self, program: Pubkey) -> list[tuple[Pubkey, Account]]:
         return [
             (key, account)
             for key, account in self.svm.get_program_accounts(program)
             if account.lamports or account.data
         ]
+
+    @property
+    def supply(self) -> int:
+        """Lamports in existence: genesis's less the fees burned."""
+        return self.genesis_supply - self.burned
 
     def signatures_for(self, address: str) -> list[str]:
         """Signatures of the transactions naming ``address``, oldest first."""

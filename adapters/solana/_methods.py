@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58encode
 
 from . import _wire as wire
+from ._cluster_methods import CLUSTER_HANDLERS, ClusterMethods
 from ._errors import (
     BlockCleanedUp,
     BlockNotAvailable,
@@ -31,7 +32,15 @@ from ._errors import (
 )
 from ._events import TransactionRecord
 from ._ledger import LAMPORTS_PER_SIGNATURE, SLOTS_PER_EPOCH, Ledger, Simulation, SlotRecord
-from ._token import mint_decimals
+from ._token_methods import TOKEN_HANDLERS, TokenMethods
+from ._transaction_view import (
+    block_json,
+    block_shape,
+    memo,
+    transaction_encoding,
+    transaction_json,
+    version,
+)
 
 #: The Solana RPC API this node speaks (``getVersion``, ``context.apiVersion``).
 SOLANA_CORE_VERSION: Final = "2.2.16"
@@ -86,13 +95,27 @@ class SolanaMethods:
     def __init__(self, ledger: Ledger, *, automine: bool) -> None:
         self.ledger = ledger
         self.automine = automine
+        self.tokens = TokenMethods(ledger, self._config, self._wrap)
+        self.cluster = ClusterMethods(
+            ledger, self._config, self._wrap, SOLANA_CORE_VERSION, FEATURE_SET
+        )
+        self._decimals_of = self.tokens.decimals_of
 
-    METHODS: Final = frozenset(HANDLERS) | frozenset(READINGS)
+    METHODS: Final = (
+        frozenset(HANDLERS)
+        | frozenset(READINGS)
+        | frozenset(TOKEN_HANDLERS)
+        | frozenset(CLUSTER_HANDLERS)
+    )
 
     def table(self) -> dict[str, Handler]:
         table: dict[str, Handler] = {
             name: getattr(self, attribute) for name, attribute in HANDLERS.items()
         }
+        for name, attribute in TOKEN_HANDLERS.items():
+            table[name] = getattr(self.tokens, attribute)
+        for name, attribute in CLUSTER_HANDLERS.items():
+            table[name] = getattr(self.cluster, attribute)
         for name, attribute in READINGS.items():
             table[name] = self._reading(attribute)
         return table
@@ -208,10 +231,6 @@ class SolanaMethods:
             return None
         return wire.encode_account(account, encoding, window, self._decimals_of)
 
-    def _decimals_of(self, mint: bytes) -> int | None:
-        account = self.ledger.account(Pubkey.from_bytes(mint))
-        return None if account is None else mint_decimals(bytes(account.data))
-
     def get_account_info(self, params: list[Any], now: float) -> Any:
         address, value = wire.positional(params, 1, 2)
         key = wire.pubkey(address)
@@ -293,7 +312,7 @@ class SolanaMethods:
                     "signature": signature,
                     "slot": record.slot,
                     "err": wire.transaction_error(record.err),
-                    "memo": None,
+                    "memo": memo(record.tx),
                     "blockTime": record.block_time,
                     "confirmationStatus": "finalized",
                 }
@@ -306,17 +325,17 @@ class SolanaMethods:
         if isinstance(raw_options, str):  # the deprecated form: an encoding alone
             raw_options = {"encoding": raw_options}
         options = self._config(raw_options)
-        encoding = _transaction_encoding(options)
+        encoding = transaction_encoding(options)
         if options.get("commitment") == "processed":
             raise invalid_params("processed commitment is not supported")
         record = self.ledger.transactions.get(wanted)
         if record is None:
             return None
         max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
-        version = _version(record.tx)
-        if version != "legacy" and (max_version is None or version > max_version):
-            raise UnsupportedTransactionVersion(version)
-        return _transaction_json(record, encoding, max_version is not None)
+        landed = version(record.tx)
+        if landed != "legacy" and (max_version is None or landed > max_version):
+            raise UnsupportedTransactionVersion(landed)
+        return transaction_json(record, encoding, max_version is not None)
 
     # -- blocks (one a slot: no slot is ever skipped) ---------------------------------------------
 
@@ -332,45 +351,20 @@ class SolanaMethods:
         value, raw_options = wire.positional(params, 1, 2)
         block = self._block(wire.u64(value, "slot"))
         options = self._config(raw_options)
-        encoding = _transaction_encoding(options)
-        details = options.get("transactionDetails") or "full"
-        if details not in ("full", "signatures", "none", "accounts"):
-            raise invalid_params(
-                f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, "
-                "`accounts`"
-            )
+        shape = block_shape(options)
         previous = self.ledger.block(block.parent) if block.slot else block
-        answer: dict[str, Any] = {
-            "blockHeight": block.slot,
-            "blockTime": block.block_time,
-            "blockhash": block.blockhash,
-            "parentSlot": block.parent,
-            "previousBlockhash": previous.blockhash if previous else block.blockhash,
-        }
         records = [
             self.ledger.transactions[s] for s in block.signatures if s in self.ledger.transactions
         ]
-        if details == "signatures":
-            answer["signatures"] = [record.signature for record in records]
-        elif details != "none":
-            max_version = wire.optional_u64(options, "maxSupportedTransactionVersion")
-            for record in records:
-                version = _version(record.tx)
-                if version != "legacy" and (max_version is None or version > max_version):
-                    raise UnsupportedTransactionVersion(version)
-            answer["transactions"] = [
-                {
-                    key: item
-                    for key, item in _transaction_json(
-                        record, encoding, max_version is not None
-                    ).items()
-                    if key not in ("slot", "blockTime")
-                }
-                for record in records
-            ]
-        if options.get("rewards", True):
-            answer["rewards"] = []
-        return answer
+        return block_json(
+            block.slot,
+            block.parent,
+            block.blockhash,
+            previous.blockhash if previous else block.blockhash,
+            block.block_time,
+            records,
+            shape,
+        )
 
     def get_block_time(self, params: list[Any], now: float) -> Any:
         (value,) = wire.positional(params, 1, 1)
@@ -449,7 +443,9 @@ class SolanaMethods:
             post = dict(simulation.accounts)
             after = [post.get(a) or self.ledger.account(a) for a in addresses]
             result["accounts"] = [
-                None if account is None else wire.encode_account(account, encoding, None)
+                None
+                if account is None
+                else wire.encode_account(account, encoding, None, self._decimals_of)
                 for account in after
             ]
         return self._wrap(result)
@@ -477,21 +473,6 @@ class SolanaMethods:
         return self.ledger.slot
 
 
-def _transaction_encoding(options: Mapping[str, Any]) -> str:
-    encoding = options.get("encoding") or "json"
-    if encoding not in ("json", "jsonParsed", "base58", "base64"):
-        raise invalid_params(
-            f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, "
-            "`json`, `jsonParsed`"
-        )
-    return str(encoding)
-
-
-def _version(tx: VersionedTransaction) -> Any:
-    version = tx.version()
-    return "legacy" if "Legacy" in repr(version) else int(version)
-
-
 def _with_blockhash(tx: VersionedTransaction, blockhash: bytes) -> VersionedTransaction:
     """``tx`` with its recent blockhash replaced (signatures kept: simulation does not check)."""
     raw = bytearray(bytes(tx))
@@ -514,67 +495,3 @@ def _simulation_json(simulation: Simulation, replacement: Any) -> dict[str, Any]
         "fee": simulation.fee if simulation.err is None else None,
         "loadedAccountsDataSize": 0,
     }
-
-
-def _transaction_json(record: TransactionRecord, encoding: str, versioned: bool) -> dict[str, Any]:
-    tx = record.tx
-    raw = bytes(tx)
-    if encoding == "base64":
-        transaction: Any = [base64.b64encode(raw).decode(), "base64"]
-    elif encoding == "base58":
-        transaction = [b58encode(raw), "base58"]
-    else:
-        message = tx.message
-        header = message.header
-        body: dict[str, Any] = {
-            "accountKeys": [str(key) for key in message.account_keys],
-            "header": {
-                "numRequiredSignatures": header.num_required_signatures,
-                "numReadonlySignedAccounts": header.num_readonly_signed_accounts,
-                "numReadonlyUnsignedAccounts": header.num_readonly_unsigned_accounts,
-            },
-            "recentBlockhash": str(message.recent_blockhash),
-            "instructions": [
-                {
-                    "programIdIndex": ix.program_id_index,
-                    "accounts": list(ix.accounts),
-                    "data": b58encode(bytes(ix.data)),
-                    "stackHeight": None,
-                }
-                for ix in message.instructions
-            ],
-        }
-        lookups = getattr(message, "address_table_lookups", None)
-        if lookups is not None:
-            body["addressTableLookups"] = [
-                {
-                    "accountKey": str(lookup.account_key),
-                    "writableIndexes": list(lookup.writable_indexes),
-                    "readonlyIndexes": list(lookup.readonly_indexes),
-                }
-                for lookup in lookups
-            ]
-        transaction = {"signatures": [str(s) for s in tx.signatures], "message": body}
-    err = wire.transaction_error(record.err)
-    result: dict[str, Any] = {
-        "slot": record.slot,
-        "blockTime": record.block_time,
-        "transaction": transaction,
-        "meta": {
-            "err": err,
-            "status": {"Ok": None} if err is None else {"Err": err},
-            "fee": record.fee,
-            "preBalances": list(record.pre_balances),
-            "postBalances": list(record.post_balances),
-            "innerInstructions": [],
-            "logMessages": list(record.logs),
-            "preTokenBalances": [],
-            "postTokenBalances": [],
-            "rewards": [],
-            "loadedAddresses": {"writable": [], "readonly": []},
-            "computeUnitsConsumed": record.units,
-        },
-    }
-    if versioned:
-        result["version"] = _version(tx)
-    return result

@@ -3,15 +3,35 @@ typed and checked (an unknown key such as ``slot_tme`` is an error, not silently
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 import msgspec
+from solders.pubkey import Pubkey
 
 from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import DEV_ACCOUNTS, DEV_MNEMONIC
 
 LAMPORTS_PER_SOL: Final = 1_000_000_000
 DEFAULT_GENESIS_SEED: Final = "scopecast solana-dev"
+
+
+class ProgramFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A program loaded at start (``programs = [{ id = "...", path = "..." }]``), as
+    ``solana-test-validator --bpf-program`` loads one: an SBF ``.so`` under the upgradeable
+    loader at ``id``."""
+
+    id: str
+    #: The ``.so`` file (a relative path is from the working directory).
+    path: str
+
+    def __post_init__(self) -> None:
+        try:
+            Pubkey.from_string(self.id)
+        except ValueError:
+            raise ValueError(f"program id `{self.id}` is not a base58 address") from None
+        if not Path(self.path).is_file():
+            raise ValueError(f"program file `{self.path}` does not exist")
 
 
 class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -33,6 +53,8 @@ class SolanaDevOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     #: cluster's CAIP-2 id (mainnet's ``5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d``, say), for
     #: clients that only ask for that cluster.
     genesis_hash: str | None = None
+    #: Programs loaded at start (they do not change the genesis hash).
+    programs: tuple[ProgramFile, ...] = ()
 
     def __post_init__(self) -> None:
         if self.genesis_hash is not None:

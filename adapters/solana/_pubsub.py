@@ -1,26 +1,32 @@
 """Solana's PubSub, family side, sans-io: subscribe params parsed into matchers over the ledger's
 events, and each notification's ``result`` encoded once per group of alike subscriptions.
 
-The core's subscription hub (chain-neutral) would keep ids and connections; per event it asks each
-group's matcher for the result bytes once (:meth:`Matcher.render`) and splices them into every
+The core's subscription hub (chain-neutral) keeps ids and connections; per event it asks each
+group's matcher for the result bytes once (:meth:`Matcher.render_all`, through
+:class:`SolanaIndex`: ``slotsUpdatesSubscribe`` makes several a slot) and splices them into every
 subscriber's ``{"jsonrpc":"2.0","method":<notification>,"params":{"result":…,"subscription":<id>}}``
 frame. ``Matcher.key`` names the group: subscriptions with equal keys render identical bytes.
-Solana's subscription ids are integers, and ``signatureSubscribe`` ends after one notification.
+Solana's subscription ids are integers, and ``signatureSubscribe`` ends after one notification
+(at once, for a signature that has landed: :meth:`SolanaSubscriptions.initial`). The root, slot
+updates, block and vote feeds are rendered from the closed slot a :class:`SlotEvent` carries
+(:mod:`._slot_feeds`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
-from adapters.base import SubscriptionFamily
+from adapters.base import EventMatcher, GroupedIndex, SubscriptionFamily
 
+from . import _slot_feeds as slot_feeds
 from . import _wire as wire
 from ._errors import invalid_params
 from ._events import AccountEvent, SlotEvent, TransactionEvent
+from ._transaction_view import block_shape
 
 #: ``*Subscribe`` method -> (its ``*Unsubscribe``, its notification).
 SUBSCRIBE_METHODS: Final[Mapping[str, tuple[str, str]]] = {
@@ -29,6 +35,10 @@ SUBSCRIBE_METHODS: Final[Mapping[str, tuple[str, str]]] = {
     "signatureSubscribe": ("signatureUnsubscribe", "signatureNotification"),
     "logsSubscribe": ("logsUnsubscribe", "logsNotification"),
     "programSubscribe": ("programUnsubscribe", "programNotification"),
+    "rootSubscribe": ("rootUnsubscribe", "rootNotification"),
+    "slotsUpdatesSubscribe": ("slotsUpdatesUnsubscribe", "slotsUpdatesNotification"),
+    "blockSubscribe": ("blockUnsubscribe", "blockNotification"),
+    "voteSubscribe": ("voteUnsubscribe", "voteNotification"),
 }
 UNSUBSCRIBE_METHODS: Final = frozenset(unsubscribe for unsubscribe, _ in SUBSCRIBE_METHODS.values())
 NOTIFICATIONS: Final = frozenset(notification for _, notification in SUBSCRIBE_METHODS.values())
@@ -45,9 +55,20 @@ class Matcher:
     #: Ends after its first notification (``signatureSubscribe``).
     one_shot: bool = False
 
+    def render_all(self, event: object) -> list[bytes]:
+        """Every notification ``result`` ``event`` makes (``slotsUpdatesSubscribe`` has
+        several per slot; the others one at most)."""
+        if self.key[0] == "slotsUpdates":
+            return slot_feeds.slot_updates(event) if isinstance(event, SlotEvent) else []
+        result = self.render(event)
+        return [] if result is None else [result]
+
     def render(self, event: object) -> bytes | None:
-        """The notification's ``result`` for ``event`` as JSON bytes; None if it does not match."""
+        """The notification's ``result`` for ``event`` as JSON bytes; None if it does not match
+        (for ``slotsUpdatesSubscribe``: the first of :meth:`render_all`'s)."""
         kind = self.key[0]
+        if kind in _SLOT_FEEDS:
+            return _render_slot_feed(self.key, event)
         if kind == "slot":
             if isinstance(event, SlotEvent):
                 return _ENCODER.encode(
@@ -70,7 +91,7 @@ class Matcher:
                 return None
             value = {
                 "pubkey": event.address,
-                "account": wire.encode_account(account, encoding, window),
+                "account": wire.encode_account(account, encoding, window, event.decimals_of),
             }
             return _context(event.slot, value)
         if not isinstance(event, TransactionEvent):
@@ -89,6 +110,37 @@ class Matcher:
         return _context(record.slot, value)
 
 
+_SLOT_FEEDS: Final = frozenset({"root", "slotsUpdates", "block", "vote"})
+
+
+def _render_slot_feed(key: tuple[Any, ...], event: object) -> bytes | None:
+    if not isinstance(event, SlotEvent):
+        return None
+    kind = key[0]
+    if kind == "root":
+        return slot_feeds.root(event)
+    if kind == "vote":
+        return slot_feeds.vote(event)
+    if kind == "block":
+        return slot_feeds.block(event, key[1], key[2])
+    updates = slot_feeds.slot_updates(event)
+    return updates[0] if updates else None
+
+
+S = TypeVar("S", bound=Hashable)
+
+
+class SolanaIndex(GroupedIndex[S]):
+    """The grouped index, with every payload of a matcher that makes several per event."""
+
+    def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
+        for matcher, subs in list(self.groups.values()):
+            if not isinstance(matcher, Matcher):
+                continue
+            for result in matcher.render_all(event):
+                yield list(subs), result
+
+
 def _context(slot: int, value: Any) -> bytes:
     return _ENCODER.encode({"context": {"slot": slot}, "value": value})
 
@@ -103,7 +155,7 @@ def _account_value(event: AccountEvent, encoding: str, window: tuple[int, int] |
             "rentEpoch": wire.RENT_EXEMPT_EPOCH,
             "space": 0,
         }
-    return wire.encode_account(event.account, encoding, window)
+    return wire.encode_account(event.account, encoding, window, event.decimals_of)
 
 
 def _frozen_filters(filters: list[dict[str, Any]]) -> tuple[Any, ...]:
@@ -154,6 +206,25 @@ def parse(method: str, params: Any) -> Matcher:
             filters,
         )
         return Matcher(method, notification, program_key)
+    if method in ("rootSubscribe", "slotsUpdatesSubscribe", "voteSubscribe"):
+        wire.positional(params, 0, 0)
+        kind = {"rootSubscribe": "root", "slotsUpdatesSubscribe": "slotsUpdates"}.get(
+            method, "vote"
+        )
+        return Matcher(method, notification, (kind,))
+    if method == "blockSubscribe":
+        selector, raw = wire.positional(params, 1, 2)
+        options = wire.config(raw)
+        if selector == "all":
+            mentions = None
+        elif isinstance(selector, dict) and "mentionsAccountOrProgram" in selector:
+            mentions = str(wire.pubkey(selector["mentionsAccountOrProgram"]))
+        else:
+            raise invalid_params(
+                'blockSubscribe takes "all" or {"mentionsAccountOrProgram": <address>}'
+            )
+        shape = block_shape(options, rewards_key="showRewards")
+        return Matcher(method, notification, ("block", mentions, shape))
     if method == "signatureSubscribe":
         signature, raw = wire.positional(params, 1, 2)
         wire.config(raw)
@@ -181,12 +252,26 @@ def notification_frame(notification: str, subscription: int, result: bytes) -> b
     )
 
 
+#: ``signature -> (slot, err as JSON)`` of a transaction that has landed, None if none has.
+StatusLookup = Callable[[str], tuple[int, Any] | None]
+
+
 class SolanaSubscriptions(SubscriptionFamily):
-    """Solana's PubSub as the broker serves it (see :class:`adapters.base.SubscriptionFamily`)."""
+    """Solana's PubSub as the broker serves it (see :class:`adapters.base.SubscriptionFamily`);
+    ``status_of`` finds a landed signature's status, so that ``signatureSubscribe`` of one
+    notifies at once (one per chain: each adapter has its own)."""
 
     methods: ClassVar[Mapping[str, str]] = {
         subscribe: unsubscribe for subscribe, (unsubscribe, _) in SUBSCRIBE_METHODS.items()
     }
+
+    # @solana/kit drops a notification that arrives with the subscription's answer (its iterator
+    # is not polling yet); a validator notifies a landed signature at its next slot. So the
+    # initial notification follows the answer by one slot time (Solana's 400 ms).
+    initial_delay: ClassVar[float] = 0.4
+
+    def __init__(self, status_of: StatusLookup | None = None) -> None:
+        self._status_of = status_of
 
     def parse(self, method: str, params: Any) -> Matcher:
         return parse(method, params)
@@ -194,5 +279,19 @@ class SolanaSubscriptions(SubscriptionFamily):
     def notifications(self) -> frozenset[str]:
         return NOTIFICATIONS
 
+    def new_index(self) -> SolanaIndex[Any]:
+        return SolanaIndex()
 
-FAMILY: Final = SolanaSubscriptions()
+    def initial(self, matcher: EventMatcher) -> bytes | None:
+        # Every slot is final as soon as it is produced, so a landed signature has its status
+        # at every commitment: a client subscribing after sendTransaction (solana-py's and
+        # kit's confirmation helpers do) would otherwise wait for an event that has passed.
+        if self._status_of is None or not isinstance(matcher, Matcher):
+            return None
+        if matcher.key[0] != "signature":
+            return None
+        status = self._status_of(matcher.key[1])
+        if status is None:
+            return None
+        slot, err = status
+        return _context(slot, {"err": err})

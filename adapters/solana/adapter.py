@@ -28,13 +28,14 @@ from adapters.base import (
 )
 from schemas.errors import ConfigError, MethodNotFound
 
+from . import _wire as wire
 from ._docs import solana_docs
 from ._errors import invalid_params
 from ._events import SolanaEvent
 from ._ledger import Ledger
 from ._methods import Handler, SolanaMethods
 from ._options import SolanaDevOptions
-from ._pubsub import FAMILY, NOTIFICATIONS
+from ._pubsub import NOTIFICATIONS, SolanaSubscriptions
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class SolanaDevAdapter(NetworkChainAdapter):
         self._chain: tuple[Ledger, dict[str, Handler]] | None = None
         self._slots_running = False
         self._event_consumers: set[trio.MemorySendChannel[SolanaEvent]] = set()
+        self._family = SolanaSubscriptions(self._status_of)
 
     def chain_note(self, chain: str) -> str | None:
         claimed = self.options.genesis_hash
@@ -109,8 +111,17 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     async def start(self) -> None:
         # The options were checked when the adapter was built; the runtime (LiteSVM, about 11 ms)
-        # is made by the first call that needs it.
+        # is made by the first call that needs it, or now when programs are loaded from files
+        # (a file that is no program fails the start, not a dapp's first call).
         self._started = True
+        if self.options.programs:
+            try:
+                self._made()
+            except Exception as exc:  # LiteSVM's own error for a file it cannot load
+                raise ConfigError(
+                    f"networks.{self.spec.name} ({self.name} adapter): a program of `programs` "
+                    f"could not be loaded: {exc}"
+                ) from exc
 
     def methods(self, chain: str) -> frozenset[str]:
         self._check_chain(chain)
@@ -125,7 +136,14 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     def subscription_family(self, chain: str) -> SubscriptionFamily:
         self._check_chain(chain)
-        return FAMILY
+        return self._family
+
+    def _status_of(self, signature: str) -> tuple[int, Any] | None:
+        """A landed signature's slot and error (for ``signatureSubscribe``)."""
+        record = self.ledger.transactions.get(signature)
+        if record is None:
+            return None
+        return record.slot, wire.transaction_error(record.err)
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         result = self._answer(chain, method, params)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from adapters.base import SubscriptionFamily, SubscriptionIndex
+from broker.after_answer import send_after_answer
 from broker.cursors import FeedPositions
 from broker.events import FamilyEvent, HubEvent
 from broker.metrics import Metrics
@@ -68,7 +69,24 @@ class SubscriptionHub:
         await self.cursors.keep(sub)
         self._check_room(sub.conn)
         self.attach(sub, kept=True)
+        self._notify_at_once(sub)
         return int(sub.id) if self.families[chain].integer_ids else sub.id
+
+    def _notify_at_once(self, sub: Subscription) -> None:
+        """Send the notification the family says is due as the subscription starts (a landed
+        signature's), after the subscribe call's answer; a one-shot ends with it."""
+        family = self.families[sub.chain]
+        payload = family.initial(sub.matcher)
+        if payload is None:
+            return
+        for _, frame in self._frames([sub], sub, payload):
+            send_after_answer(sub.conn.frame_sender(), frame, family.initial_delay)
+        self._metrics.notifications.inc()
+        if sub.matcher.one_shot:
+            taken = connection_subs(sub.conn)
+            if taken.get(sub.id) is sub:
+                self._remove(taken, sub)
+                self.cursors.changed(sub.conn)
 
     @staticmethod
     def _check_room(conn: Subscriber) -> None:

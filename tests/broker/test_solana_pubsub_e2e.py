@@ -235,3 +235,37 @@ async def test_the_readme_subscription_example(node: RunningBroker) -> None:
             received = json.loads(await conn.ws.get_message())
             (shown,) = json_values(notification.text)
             assert matches(shown, received), received
+
+
+async def test_signature_subscribe_after_landing_notifies_at_once(node: RunningBroker) -> None:
+    """A signature that already has a status (every slot is final at once) is notified after
+    the subscription id (one slot time later, as a validator would at its next slot), as
+    confirmation helpers that subscribe after sending expect."""
+    signature, tx = await signed_transfer(node, str(Keypair().pubkey()), 1_000_000)
+    await solana_rpc(node, "sendTransaction", tx, {"encoding": "base64"})
+    slot = (await solana_rpc(node, "getSignatureStatuses", [signature]))["value"][0]["slot"]
+    with trio.fail_after(30):
+        async with dapp(node.ws_url(network=SOLANA)) as conn:
+            request = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "signatureSubscribe",
+                "params": [signature, {"commitment": "finalized"}],
+            }
+            await conn.ws.send_message(json.dumps(request))
+            answer = json.loads(await conn.ws.get_message())
+            notified = json.loads(await conn.ws.get_message())
+            assert answer["id"] == 7  # the id first, then the notification
+            sub_id = answer["result"]
+            assert notified["method"] == "signatureNotification"
+            assert notified["params"]["subscription"] == sub_id
+            assert notified["params"]["result"] == {
+                "context": {"slot": slot},
+                "value": {"err": None},
+            }
+            # it ended with its one notification
+            ended = await conn.call("signatureUnsubscribe", [sub_id])
+            assert ended["error"]["code"] == -32602
+            # a signature with no status yet waits, as before
+            waiting = await conn.result("signatureSubscribe", [str(Keypair().sign_message(b"x"))])
+            assert await conn.result("signatureUnsubscribe", [waiting]) is True

@@ -158,6 +158,50 @@ async function main(report, config) {
     report.equal(after.value, 2n * amount, 'getBalance of the receiver after both transfers');
     const payerAfter = await rpc.getBalance(payer.address).send();
     report.equal(payerAfter.value, 1_000_000_000_000n - 2n * amount - 10_000n, 'the payer paid both amounts and two fees');
+
+    report.progress('jsonParsed, a landed signature subscribed late, and the cluster methods');
+    const parsed = await rpc
+      .getTransaction(signature, { encoding: 'jsonParsed', maxSupportedTransactionVersion: 0, commitment: 'confirmed' })
+      .send();
+    report.observe('parsedTransaction', parsed);
+    report.equal(
+      parsed?.transaction?.message?.accountKeys?.[0],
+      { pubkey: payer.address, writable: true, signer: true, source: 'transaction' },
+      'jsonParsed account keys: {pubkey, signer, writable, source}',
+    );
+    const moved = parsed?.transaction?.message?.instructions?.[0];
+    report.equal(moved?.program, 'system', 'jsonParsed: the transfer is the system program\'s');
+    report.equal(moved?.parsed?.type, 'transfer', 'jsonParsed: a transfer');
+    report.equal(moved?.parsed?.info?.lamports, amount, 'jsonParsed: its lamports');
+    report.equal(moved?.parsed?.info?.destination, receiver, 'jsonParsed: its destination');
+    const late = inbox(
+      await rpcSubscriptions
+        .signatureNotifications(signature, { commitment: 'finalized' })
+        .subscribe({ abortSignal: abort.signal }),
+      'signatureNotification of a landed signature',
+    );
+    const lateNotification = await late.next();
+    report.equal(lateNotification?.value, { err: null }, 'a landed signature is notified at once');
+    report.equal(lateNotification?.context?.slot, confirmed?.context?.slot, 'in the slot it landed in');
+    const fees = await rpc.getRecentPrioritizationFees([address(receiver)]).send();
+    report.observe('fees', fees);
+    report.check(
+      fees.length > 0 && fees.every((fee) => typeof fee.slot === 'bigint' && fee.prioritizationFee === 0n),
+      'getRecentPrioritizationFees: [{slot, prioritizationFee}]',
+      fees,
+    );
+    const { identity } = await rpc.getIdentity().send();
+    const votes = await rpc.getVoteAccounts().send();
+    report.equal(votes.current[0]?.nodePubkey, identity, 'getVoteAccounts: the node votes');
+    report.equal(votes.delinquent, [], 'getVoteAccounts: no one is delinquent');
+    const leaders = await rpc.getLeaderSchedule().send();
+    report.equal(Object.keys(leaders ?? {}), [identity], 'getLeaderSchedule: the node leads');
+    const schedule = await rpc.getEpochSchedule().send();
+    report.equal(schedule.slotsPerEpoch, 432_000n, 'getEpochSchedule');
+    const supply = await rpc.getSupply().send();
+    report.equal(supply.value.total, supply.value.circulating + supply.value.nonCirculating, 'getSupply adds up');
+    const rate = await rpc.getInflationRate().send();
+    report.equal(rate.epoch, 0n, 'getInflationRate of epoch 0');
   } finally {
     abort.abort();
     report.observe('wire', wire);

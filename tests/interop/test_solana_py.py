@@ -19,7 +19,9 @@ from solana.exceptions import SolanaRpcException
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.commitment import Confirmed, Finalized
 from solana.rpc.core import RPCException
+from solana.rpc.models import TokenAccountOpts
 from solana.rpc.websocket_api import SolanaWsClient
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
@@ -28,9 +30,21 @@ from solders.rpc.responses import (
     RpcSimulateTransactionResult,
     SignatureNotification,
 )
+from solders.signature import Signature
 from solders.system_program import ID as SYSTEM_PROGRAM
-from solders.system_program import TransferParams, transfer
+from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import Transaction, VersionedTransaction
+from spl.token.constants import TOKEN_PROGRAM_ID
+from spl.token.constants import WRAPPED_SOL_MINT as NATIVE_MINT
+from spl.token.instructions import (
+    approve,
+    create_associated_token_account,
+    get_associated_token_address,
+    initialize_mint,
+    mint_to,
+    sync_native,
+)
+from spl.token.models import ApproveParams, InitializeMintParams, MintToParams, SyncNativeParams
 
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import dev_chain_id
@@ -175,10 +189,10 @@ async def test_node_reads_airdrop_simulation_and_errors() -> None:
 async def test_an_unknown_method_is_an_rpc_error_not_a_crash() -> None:
     async def scenario(client: AsyncClient) -> tuple[Exception, int]:
         try:
-            await client.get_vote_accounts()
+            await client.validator_exit()
         except (SolanaRpcException, RPCException) as exc:
             return exc, (await client.get_slot()).value
-        raise AssertionError("getVoteAccounts is not served")
+        raise AssertionError("validatorExit is not served")
 
     error, slot = await on_solana(scenario)
     assert isinstance(error, SolanaRpcException | RPCException)
@@ -212,6 +226,11 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
                         notification = await asyncio.wait_for(ws.recv(), 10)
                         seen.setdefault(type(notification).__name__, notification)
                     await ws.unsubscribe(account)
+                    # a landed signature: notified at once, right after its id
+                    late = await ws.signature_subscribe(
+                        signature=tx.signatures[0], commitment=Confirmed
+                    )
+                    seen["late"] = (late.subscription_id, await asyncio.wait_for(ws.recv(), 10))
                     # signatureSubscribe ends with its one notification: the handle is gone
                     try:
                         await ws.unsubscribe(signature)
@@ -236,3 +255,230 @@ async def test_account_and_signature_subscriptions_over_websocket() -> None:
     assert landed.result.value.err is None
     assert landed.result.context.slot == written.result.context.slot
     assert seen["signature_ended"] == "Subscription handle is no longer active"
+    late_id, late = seen["late"]
+    assert isinstance(late, SignatureNotification)
+    assert late.subscription == late_id
+    assert late.result.context.slot == landed.result.context.slot
+    assert late.result.value.err is None
+
+
+async def test_spl_token_reads() -> None:
+    """A mint, an associated token account and a wrapped-SOL account made with solana-py's SPL
+    Token instructions, read back with ``AsyncClient``'s token methods (decoded by solders)."""
+    mint = Keypair()
+
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        async def land(signers: list[Keypair], *instructions: Instruction) -> Signature:
+            blockhash = (await client.get_latest_blockhash()).value.blockhash
+            message = Message(list(instructions), signers[0].pubkey())
+            tx = VersionedTransaction.from_legacy(Transaction(signers, message, blockhash))
+            signature = (await client.send_transaction(tx)).value
+            await client.confirm_transaction(signature, sleep_seconds=0.05)
+            return signature
+
+        rent = (await client.get_minimum_balance_for_rent_exemption(82)).value
+        ata = get_associated_token_address(BOB.pubkey(), mint.pubkey())
+        wrapped = get_associated_token_address(BOB.pubkey(), NATIVE_MINT)
+        await land(
+            [ALICE, mint],
+            create_account(
+                CreateAccountParams(
+                    from_pubkey=ALICE.pubkey(),
+                    to_pubkey=mint.pubkey(),
+                    lamports=rent,
+                    space=82,
+                    owner=TOKEN_PROGRAM_ID,
+                )
+            ),
+            initialize_mint(
+                InitializeMintParams(
+                    decimals=6,
+                    program_id=TOKEN_PROGRAM_ID,
+                    mint=mint.pubkey(),
+                    mint_authority=ALICE.pubkey(),
+                )
+            ),
+            create_associated_token_account(ALICE.pubkey(), BOB.pubkey(), mint.pubkey()),
+            mint_to(
+                MintToParams(
+                    program_id=TOKEN_PROGRAM_ID,
+                    mint=mint.pubkey(),
+                    dest=ata,
+                    mint_authority=ALICE.pubkey(),
+                    amount=2_500_000,
+                )
+            ),
+        )
+        wrapping = await land(
+            [BOB],
+            create_associated_token_account(BOB.pubkey(), BOB.pubkey(), NATIVE_MINT),
+            transfer(TransferParams(from_pubkey=BOB.pubkey(), to_pubkey=wrapped, lamports=SOL)),
+            sync_native(SyncNativeParams(program_id=TOKEN_PROGRAM_ID, account=wrapped)),
+            approve(
+                ApproveParams(
+                    program_id=TOKEN_PROGRAM_ID,
+                    source=ata,
+                    delegate=ALICE.pubkey(),
+                    owner=BOB.pubkey(),
+                    amount=1,
+                )
+            ),
+        )
+        landed = await client.get_transaction(
+            wrapping, encoding="jsonParsed", max_supported_transaction_version=0
+        )
+        assert landed.value is not None
+        block = await client.get_block(
+            landed.value.slot, encoding="jsonParsed", max_supported_transaction_version=0
+        )
+        return {
+            "parsed": landed.value.transaction,
+            "block": block.value,
+            "ata": ata,
+            "wrapped": wrapped,
+            "balance": (await client.get_token_account_balance(ata)).value,
+            "wsol": (await client.get_token_account_balance(wrapped)).value,
+            "supply": (await client.get_token_supply(mint.pubkey())).value,
+            "largest": (await client.get_token_largest_accounts(mint.pubkey())).value,
+            "owned": (
+                await client.get_token_accounts_by_owner_json_parsed(
+                    BOB.pubkey(), TokenAccountOpts(program_id=TOKEN_PROGRAM_ID)
+                )
+            ).value,
+            "of_mint": (
+                await client.get_token_accounts_by_owner(
+                    BOB.pubkey(), TokenAccountOpts(mint=mint.pubkey())
+                )
+            ).value,
+            "delegated": (
+                await client.get_token_accounts_by_delegate_json_parsed(
+                    ALICE.pubkey(), TokenAccountOpts(mint=mint.pubkey())
+                )
+            ).value,
+        }
+
+    seen = await on_solana(scenario)
+    assert (seen["balance"].amount, seen["balance"].decimals) == ("2500000", 6)
+    assert seen["balance"].ui_amount_string == "2.5"
+    assert (seen["wsol"].amount, seen["wsol"].ui_amount) == (str(SOL), 1.0)
+    assert seen["supply"].amount == "2500000"
+    assert [(entry.address, entry.amount.amount) for entry in seen["largest"]] == [
+        (seen["ata"], "2500000")
+    ]
+    owned = {entry.pubkey: entry.account.data.parsed for entry in seen["owned"]}
+    assert set(owned) == {seen["ata"], seen["wrapped"]}
+    assert owned[seen["wrapped"]]["info"]["isNative"] is True
+    assert owned[seen["ata"]]["info"]["mint"] == str(mint.pubkey())
+    assert [entry.pubkey for entry in seen["of_mint"]] == [seen["ata"]]
+    assert bytes(seen["of_mint"][0].account.data)[32:64] == bytes(BOB.pubkey())
+    delegated = seen["delegated"][0].account.data.parsed["info"]
+    assert delegated["delegate"] == str(ALICE.pubkey())
+    # jsonParsed as solders reads it: parsed account keys and instructions
+    message = seen["parsed"].transaction.message
+    assert message.account_keys[0].pubkey == BOB.pubkey()
+    assert message.account_keys[0].signer
+    assert message.account_keys[0].writable
+    kinds = [(ix.program, ix.parsed["type"]) for ix in message.instructions]
+    assert kinds == [
+        ("spl-associated-token-account", "create"),
+        ("system", "transfer"),
+        ("spl-token", "syncNative"),
+        ("spl-token", "approve"),
+    ]
+    assert message.instructions[1].parsed["info"]["lamports"] == SOL
+    (inner,) = seen["parsed"].meta.inner_instructions
+    assert inner.index == 0  # the ATA program's calls
+    assert [ix.parsed["type"] for ix in inner.instructions][-1] == "initializeAccount3"
+    post = seen["parsed"].meta.post_token_balances
+    assert {balance.ui_token_amount.amount for balance in post} == {"2500000", str(SOL)}
+    block_message = seen["block"].transactions[0].transaction.message
+    assert block_message.instructions[2].parsed["type"] == "syncNative"
+
+
+async def test_cluster_methods_as_a_one_node_cluster() -> None:
+    """The methods SDKs and wallets call about the cluster, each answer decoded by solders'
+    strict response types."""
+
+    async def scenario(client: AsyncClient) -> dict[str, Any]:
+        tx = await transfer_tx(client, ALICE, BOB.pubkey(), SOL)
+        await client.confirm_transaction((await client.send_transaction(tx)).value)
+        return {
+            "fees": (await client.get_recent_prioritization_fees([BOB.pubkey()])).value,
+            "samples": (await client.get_recent_performance_samples(3)).value,
+            "schedule": (await client.get_epoch_schedule()).value,
+            "supply": (await client.get_supply()).value,
+            "largest": (await client.get_largest_accounts()).value,
+            "commitment": (await client.get_block_commitment(0)).value,
+            "identity": (await client.get_identity()).value,
+            "leader": (await client.get_slot_leader()).value,
+            "leaders": (await client.get_slot_leaders(0, 2)).value,
+            "nodes": (await client.get_cluster_nodes()).value,
+            "leader_schedule": (await client.get_leader_schedule()).value,
+            "votes": (await client.get_vote_accounts()).value,
+            "governor": (await client.get_inflation_governor()).value,
+            "rate": (await client.get_inflation_rate()).value,
+            "reward": (await client.get_inflation_reward([BOB.pubkey()], epoch=0)).value,
+            "minimum_slot": (await client.get_minimum_ledger_slot()).value,
+        }
+
+    seen = await on_solana(scenario)
+    identity = seen["identity"].identity
+    assert [fee.slot for fee in seen["fees"]] == [0]
+    assert seen["samples"][0].num_slots >= 1
+    assert seen["schedule"].slots_per_epoch == 432_000
+    supply = seen["supply"]
+    assert supply.total == supply.circulating + supply.non_circulating
+    assert len(seen["largest"]) == 20
+    assert seen["commitment"].commitment is None
+    assert seen["leader"] == identity
+    assert seen["leaders"] == [identity, identity]
+    assert seen["nodes"][0].pubkey == identity
+    assert list(seen["leader_schedule"]) == [identity]
+    (vote,) = seen["votes"].current
+    assert vote.node_pubkey == identity
+    assert seen["votes"].delinquent == []
+    assert seen["governor"].initial == 0.08
+    assert seen["rate"].epoch == 0
+    assert seen["reward"] == [None]
+    assert seen["minimum_slot"] == 0
+
+
+async def test_root_slot_updates_block_and_vote_subscriptions() -> None:
+    """``SolanaWsClient``'s root, slots-updates, block and vote subscriptions see a slot with a
+    transfer close (notifications decoded by solders)."""
+    with trio.fail_after(60):
+        async with running_broker(ServeOptions(block_time=0)) as node:
+
+            async def run() -> dict[str, Any]:
+                seen: dict[str, list[Any]] = {}
+                async with (
+                    AsyncClient(node.http_url(network="solana")) as client,
+                    SolanaWsClient(node.ws_url(network="solana"), request_timeout=10) as ws,
+                ):
+                    await ws.root_subscribe()
+                    await ws.slots_updates_subscribe()
+                    await ws.block_subscribe(encoding="jsonParsed")
+                    await ws.vote_subscribe()
+                    first = await transfer_tx(client, ALICE, BOB.pubkey(), SOL)
+                    signature = (await client.send_transaction(first)).value
+                    # the next transaction opens slot 2, closing slot 1 with the first
+                    second = await transfer_tx(client, BOB, ALICE.pubkey(), SOL)
+                    await client.send_transaction(second)
+                    while "BlockNotification" not in seen or len(seen["BlockNotification"]) < 2:
+                        notification = await asyncio.wait_for(ws.recv(), 10)
+                        seen.setdefault(type(notification).__name__, []).append(notification)
+                    seen["signature"] = [signature]
+                return seen
+
+            seen = await trio.to_thread.run_sync(asyncio.run, run())
+
+    assert [n.result for n in seen["RootNotification"]][:2] == [0, 1]
+    kinds = {type(n.result).__name__ for n in seen["SlotUpdateNotification"]}
+    assert {"SlotUpdateFrozen", "SlotUpdateRoot", "SlotUpdateCreatedBank"} <= kinds
+    block = seen["BlockNotification"][1].result.value
+    assert block.slot == 1
+    (landed,) = block.block.transactions
+    assert landed.transaction.signatures[0] == seen["signature"][0]
+    assert landed.transaction.message.instructions[0].parsed["type"] == "transfer"
+    votes = seen["VoteNotification"]
+    assert votes[0].result.slots == [0]

@@ -124,6 +124,11 @@ async def test_alike_subscriptions_share_one_encoding(node: Node) -> None:
         ("logsSubscribe", ["everything"]),
         ("programSubscribe", [SYSTEM, {"filters": [{"memcmp": {"offset": 0}}]}]),
         ("slotSubscribe", [1]),
+        ("rootSubscribe", [1]),
+        ("voteSubscribe", [{}]),
+        ("blockSubscribe", ["some"]),
+        ("blockSubscribe", ["all", {"transactionDetails": "most"}]),
+        ("blockSubscribe", [{"mentionsAccountOrProgram": "nope"}]),
     ],
 )
 def test_bad_subscribe_params_are_solanas_invalid_params(method: str, params: Any) -> None:
@@ -138,4 +143,8 @@ def test_the_notification_names_are_solanas() -> None:
         "signatureNotification",
         "logsNotification",
         "programNotification",
+        "rootNotification",
+        "slotsUpdatesNotification",
+        "blockNotification",
+        "voteNotification",
     } == NOTIFICATIONS
