@@ -304,6 +304,13 @@ ACCOUNT_METHODS: Final[dict[str, MethodDoc]] = {
         (4001, "User rejected the request."),
         (4100, "The requested account and/or method has not been authorized by the user."),
     ),
+    "eth_sign": _doc(
+        "Sign data with the personal-message prefix (geth's eth_sign; personal_sign reversed)",
+        (ParamDoc("address", _A), ParamDoc("data", _D)),
+        _D,
+        (4001, "User rejected the request."),
+        (4100, "The requested account and/or method has not been authorized by the user."),
+    ),
     "eth_prepareUserOperation": _doc(
         "A user operation (ERC-4337 v0.6) of the session's smart account making a call",
         (ParamDoc("call", {"type": "object", "properties": {"to": _A, "value": _Q, "data": _D}}),),
@@ -324,6 +331,8 @@ ACCOUNT_METHODS: Final[dict[str, MethodDoc]] = {
         (4100, "The requested account and/or method has not been authorized by the user."),
     ),
 }
+# web3.py's name for the same method and params (anvil's too)
+ACCOUNT_METHODS["eth_signTypedData"] = ACCOUNT_METHODS["eth_signTypedData_v4"]
 
 
 def evm_docs(methods: Iterable[str]) -> MethodDocs:
