@@ -23,7 +23,7 @@ from broker.compose import (
     ServeOptions,
     open_broker,
 )
-from broker.config import Config, ConfigError, env_list, load_config
+from broker.config import PORT_RANGE, Config, ConfigError, env_list, load_config
 from broker.redis import LeaseTiming
 from broker.status_server import serve_status
 
@@ -84,6 +84,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0..65535 (a larger one would be taken modulo 65536 by the socket layer)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: want a number") from None
+    if port not in PORT_RANGE:
+        raise argparse.ArgumentTypeError(f"port {port} is outside the range 0..65535")
+    return port
+
+
 def _log_level(text: str) -> str:
     level = text.upper()
     if level not in LOG_LEVELS:
@@ -127,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
         help="TOML settings file (flags override it; default: $SCOPECAST_CONFIG)",
     )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to bind (default 8545; 0 = any free port)")
+    serve.add_argument("--port", type=_port, help="port to bind (default 8545; 0 = any free port)")
     serve.add_argument(
         "--api-key",
         action="append",
@@ -183,7 +194,7 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--redis-url", help="Redis shared with the web processes (or REDIS_URL)")
     worker.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port,
         help="serve GET /metrics and GET /healthz on this port (default: none; 0 = any free port)",
     )
     worker.add_argument(
