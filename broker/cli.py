@@ -8,7 +8,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Final, NoReturn
@@ -266,8 +267,12 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
         print(f"  console    GET http://{base}/console (sign in with the admin token)", flush=True)
     else:
         print("  operator   disabled: set --admin-token to enable POST /admin", flush=True)
-    waiting = "the operator answers each" if mode == "manual" else "granted at once"
-    print(f"  approval   {mode}: sessions and signatures are {waiting}", flush=True)
+    if mode == "manual" and broker.sessions is not None:
+        timeout = broker.sessions.policy.timeout
+        waiting = f"wait for the operator (rejected after {timeout:g} s: approval_timeout)"
+    else:
+        waiting = "are granted at once"
+    print(f"  approval   {mode}: sessions and signatures {waiting}", flush=True)
     if broker.dev_mode:
         print(
             f"  dev API key: {DEV_API_KEY} (configure --api-key to serve beyond loopback)",
@@ -275,17 +280,76 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
         )
 
 
-async def _serve(options: ServeOptions, config: Config) -> None:
-    async with open_broker(config, options) as broker:
-        assert broker.host is not None
-        _log_signing_accounts(broker)
-        freeze_startup_objects()
-        operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
-        _print_endpoints(broker, broker.host, operator=operator)
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                log.info("received %s: draining connections", signal.Signals(signum).name)
-                break  # leaving the block drains the connections, then closes the adapters
+#: ``data.reason`` of the 4001 a parked approval gets when the server stops (README "Error codes").
+SHUTTING_DOWN: Final = "server shutting down"
+
+
+@dataclass
+class _Stop:
+    """The stop signals of ``scopecast serve``: the first drains, a second stops at once."""
+
+    draining: trio.Event = field(default_factory=trio.Event)
+    #: The second signal's number, once it came.
+    forced: int | None = None
+
+    async def watch(self, signals: AsyncIterator[int], now: trio.CancelScope) -> None:
+        async for signum in signals:
+            name = signal.Signals(signum).name
+            if not self.draining.is_set():
+                log.info("received %s: stopping (%s again to stop at once)", name, name)
+                self.draining.set()
+                continue
+            self.forced = signum
+            # One line, on stderr as the operator's mistakes are: no traceback, no drain.
+            print(f"scopecast: second {name}: stopping now, without draining", file=sys.stderr)
+            now.cancel()
+            return
+
+
+async def _serve(options: ServeOptions, config: Config) -> int:
+    """Serve until SIGTERM or SIGINT; the exit status (128 + a second signal's number)."""
+    stop = _Stop()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop.watch, signals, nursery.cancel_scope)
+            async with open_broker(config, options) as broker:
+                assert broker.host is not None
+                _log_signing_accounts(broker)
+                freeze_startup_objects()
+                operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
+                _print_endpoints(broker, broker.host, operator=operator)
+                await stop.draining.wait()
+                _answer_the_waiting(broker)
+                # leaving the block drains the connections, then closes the adapters
+            nursery.cancel_scope.cancel()  # the signal watcher
+    return 0 if stop.forced is None else 128 + stop.forced
+
+
+def _answer_the_waiting(broker: Broker) -> None:
+    """Say what the stop waits for and for how long, and answer the parked approvals now (4001,
+    ``data.reason`` "server shutting down"): their dapps would otherwise wait out the grace and
+    get a dropped connection."""
+    grace = broker.limits.shutdown_grace
+    policy = broker.sessions.policy if broker.sessions is not None else None
+    parked = policy.reject_all(SHUTTING_DOWN) if policy is not None else []
+    now = trio.current_time()
+    for pending in parked:
+        what = pending.summary.get("method", pending.kind)
+        log.warning(
+            "answering approval %s (%s from %s, %s, parked %.0f s) with 4001: %s",
+            pending.id,
+            what,
+            pending.identity.api_key,
+            pending.identity.origin,
+            now - pending.parked_at,
+            SHUTTING_DOWN,
+        )
+    log.info(
+        "waiting up to %g s ([server] shutdown_grace) for the calls under way to finish "
+        "(%d WebSockets open, closed with 1012 and their cursor)",
+        grace,
+        len(broker.connections),
+    )
 
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
@@ -354,7 +418,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         config = load_config(getattr(args, "config", None))
         if args.command == "serve":
-            trio.run(_serve, options_of_serve_args(args), config)
+            status = trio.run(_serve, options_of_serve_args(args), config)
+            if status:
+                raise SystemExit(status)
         elif args.command == "worker":
             trio.run(_work, args, config)
     except* ConfigError as group:
