@@ -398,7 +398,33 @@ STREAM_METHODS: Final[dict[str, MethodDoc]] = {
 }
 
 
-def stream_docs() -> MethodDocs:
+#: ``eth_subscribe`` where the adapter follows its pool.
+_SUBSCRIBE_WITH_PENDING: Final = _stream_doc(
+    "Subscribe to newHeads, logs or newPendingTransactions (WebSocket only; over HTTP -32601 "
+    "notifications not supported); answers the subscription id",
+    (
+        ParamDoc(
+            "subscription",
+            {"type": "string", "enum": ["newHeads", "logs", "newPendingTransactions"]},
+        ),
+        ParamDoc(
+            "options",
+            {"oneOf": [ref("Filter"), {"type": "boolean"}]},
+            False,
+            "logs: the filter (address and topics); newPendingTransactions: true for whole "
+            "transactions, else hashes",
+        ),
+    ),
+    _ID,
+    _INVALID,
+    (-32601, "notifications not supported"),
+)
+
+
+def stream_docs(*, pending: bool = False) -> MethodDocs:
     """The descriptions of the EVM profile's subscription and filter methods, its notification,
-    and the schemas every EVM description refers to."""
-    return MethodDocs(STREAM_METHODS, COMPONENTS)
+    and the schemas every EVM description refers to; ``pending``: with
+    ``newPendingTransactions``."""
+    if not pending:
+        return MethodDocs(STREAM_METHODS, COMPONENTS)
+    return MethodDocs({**STREAM_METHODS, "eth_subscribe": _SUBSCRIBE_WITH_PENDING}, COMPONENTS)

@@ -60,6 +60,7 @@ class _WsMessage(msgspec.Struct):
 
 
 _ws_decoder: Final = msgspec.json.Decoder(_WsMessage)
+ws_message_decoder: Final = _ws_decoder  # also the pool's follower's (:mod:`._pending`)
 
 
 class _WebSocketFailed(Exception):
