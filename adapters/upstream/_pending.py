@@ -21,7 +21,7 @@ import trio_websocket
 from adapters.backoff import Backoff
 from adapters.evm.blocks import PendingHandler, PendingTransaction
 
-from ._heads import ws_message_decoder
+from ._heads import WEBSOCKET_FAILURES, open_websocket, ws_message_decoder
 from ._options import UpstreamOptions, endpoint_label
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,7 @@ class _Refused(Exception):
     """The node did not take the subscription (the message says what it answered)."""
 
 
-_FAILURES: Final = (
-    OSError,
-    trio.BrokenResourceError,
-    trio_websocket.HandshakeError,
-    trio_websocket.ConnectionClosed,
-    msgspec.DecodeError,
-    msgspec.ValidationError,
-    _Refused,
-)
+_FAILURES: Final = (*WEBSOCKET_FAILURES, trio.TooSlowError, msgspec.ValidationError, _Refused)
 
 
 class PendingFollower:
@@ -89,34 +81,45 @@ class PendingFollower:
     async def _follow(
         self, url: str, label: str, on_transaction: PendingHandler, backoff: Backoff
     ) -> None:
-        ws: trio_websocket.WebSocketConnection
-        async with trio_websocket.open_websocket_url(
-            url, connect_timeout=self.options.connect_timeout
-        ) as ws:
-            await ws.send_message(_SUBSCRIBE)
-            with trio.fail_after(self.options.request_timeout):
+        async with trio.open_nursery() as nursery:  # runs trio-websocket's reader task
+            stream, ws = await open_websocket(nursery, url, self.options.connect_timeout)
+            try:
+                await self._subscribe(ws)
+                backoff.succeeded()
+                log.info("%s: following newPendingTransactions over %s", self.network, label)
+                await self._read(ws, label, on_transaction)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+                nursery.cancel_scope.cancel()
+
+    async def _subscribe(self, ws: trio_websocket.WebSocketConnection) -> None:
+        await ws.send_message(_SUBSCRIBE)
+        with trio.fail_after(self.options.request_timeout):
+            reply = _message.decode(await ws.get_message())
+            while reply.id != 1:
                 reply = _message.decode(await ws.get_message())
-                while reply.id != 1:
-                    reply = _message.decode(await ws.get_message())
-            if reply.error is not None or not isinstance(reply.result, str):
-                raise _Refused(f"the node refused the subscription: {reply.error!r}")
-            backoff.succeeded()
-            log.info("%s: following newPendingTransactions over %s", self.network, label)
-            hashes_only = False
-            while True:
-                message = _message.decode(await ws.get_message())
-                if message.params is None:
-                    continue
-                raw = message.params.result
-                found = _hash_or_transaction.decode(raw)
-                if isinstance(found, str):
-                    if not hashes_only:
-                        hashes_only = True
-                        log.warning(
-                            "%s: %s announces hashes only: whole-transaction subscribers get none",
-                            self.network,
-                            label,
-                        )
-                    on_transaction(PendingTransaction(bytes(raw), None))
-                else:
-                    on_transaction(PendingTransaction(msgspec.json.encode(found.hash), bytes(raw)))
+        if reply.error is not None or not isinstance(reply.result, str):
+            raise _Refused(f"the node refused the subscription: {reply.error!r}")
+
+    async def _read(
+        self, ws: trio_websocket.WebSocketConnection, label: str, on_transaction: PendingHandler
+    ) -> None:
+        hashes_only = False
+        while True:
+            message = _message.decode(await ws.get_message())
+            if message.params is None:
+                continue
+            raw = message.params.result
+            found = _hash_or_transaction.decode(raw)
+            if isinstance(found, str):
+                if not hashes_only:
+                    hashes_only = True
+                    log.warning(
+                        "%s: %s announces hashes only: whole-transaction subscribers get none",
+                        self.network,
+                        label,
+                    )
+                on_transaction(PendingTransaction(bytes(raw), None))
+            else:
+                on_transaction(PendingTransaction(msgspec.json.encode(found.hash), bytes(raw)))
