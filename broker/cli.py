@@ -289,25 +289,30 @@ class _Stop:
     """The stop signals of ``scopecast serve``: the first drains, a second stops at once."""
 
     draining: trio.Event = field(default_factory=trio.Event)
-    #: The second signal's number, once it came.
+    #: Set once the broker serves (before, there is nothing to drain).
+    serving: bool = False
+    #: The number of the signal that stopped it at once, if one did.
     forced: int | None = None
 
     async def watch(self, signals: AsyncIterator[int], now: trio.CancelScope) -> None:
         async for signum in signals:
             name = signal.Signals(signum).name
-            if not self.draining.is_set():
+            if self.serving and not self.draining.is_set():
                 log.info("received %s: stopping (%s again to stop at once)", name, name)
                 self.draining.set()
                 continue
             self.forced = signum
             # One line, on stderr as the operator's mistakes are: no traceback, no drain.
-            print(f"scopecast: second {name}: stopping now, without draining", file=sys.stderr)
+            when = "second " if self.serving else ""
+            what = "without draining" if self.serving else "while starting"
+            print(f"scopecast: {when}{name}: stopping now, {what}", file=sys.stderr)
             now.cancel()
             return
 
 
 async def _serve(options: ServeOptions, config: Config) -> int:
-    """Serve until SIGTERM or SIGINT; the exit status (128 + a second signal's number)."""
+    """Serve until SIGTERM or SIGINT; the exit status (128 + the number of a signal that stopped
+    it at once: a second one, or one while starting)."""
     stop = _Stop()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
@@ -318,6 +323,7 @@ async def _serve(options: ServeOptions, config: Config) -> int:
                 freeze_startup_objects()
                 operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
                 _print_endpoints(broker, broker.host, operator=operator)
+                stop.serving = True
                 await stop.draining.wait()
                 _answer_the_waiting(broker)
                 # leaving the block drains the connections, then closes the adapters
