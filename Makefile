@@ -2,14 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What serving needs (make run), and on top of it the development toolchain (make test).
+RUN_STAMP := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
 NODE_STAMP := tests/interop/node_modules/.installed
+# make run PORT=8600 ARGS="--approval manual"
+PORT ?= 8545
+ARGS ?=
 
 .PHONY: run test lint typecheck pytest bench soak clean
 
-$(STAMP): pyproject.toml examples/example-ledger/pyproject.toml
+$(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP): $(RUN_STAMP) pyproject.toml examples/example-ledger/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/python -m pip install --quiet --no-deps -e examples/example-ledger
 	touch $@
@@ -18,8 +27,8 @@ $(NODE_STAMP): tests/interop/package.json tests/interop/package-lock.json
 	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-run: $(STAMP)
-	$(BIN)/scopecast serve --host 127.0.0.1 --port 8545 --block-time 2
+run: $(RUN_STAMP)
+	$(BIN)/scopecast serve --host 127.0.0.1 --port $(PORT) --block-time 2 $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -138,12 +138,15 @@ class AdminApi:
         # Validated like a request's scopes; the approval narrows to them, never widens.
         scopes = answer.sessionScopes
         narrowed = parse_scopes(scopes, field="sessionScopes") if scopes is not None else None
-        if not self._sessions.policy.approve(answer.id, accounts=answer.accounts, scopes=narrowed):
-            raise _not_waiting(answer.id)
+        approval_id = answer.approval_id
+        if not self._sessions.policy.approve(
+            approval_id, accounts=answer.accounts, scopes=narrowed
+        ):
+            raise _not_waiting(approval_id)
         return True
 
     async def _reject(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        approval_id = reject_params.decode(params).id
+        approval_id = reject_params.decode(params).approval_id
         if not self._sessions.policy.reject(approval_id):
             raise _not_waiting(approval_id)
         return True

@@ -20,6 +20,7 @@ import msgspec
 import trio
 
 from broker.access import AccessControl, KeyAccess
+from broker.config import port_error
 from broker.connections import Connections
 from broker.core import Core
 from broker.dispatch import CallContext
@@ -159,27 +160,38 @@ class Broker:
             while self._opened:
                 await self._opened.pop().aclose()
 
-    async def serve(
-        self,
-        host: str,
-        port: int,
-        *,
-        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Serve HTTP and WebSocket on ``host:port`` until :meth:`shutdown`, starting the adapters
-        first and closing them at the end. A port that cannot be had raises
-        :class:`~schemas.errors.ConfigError` (one line), the adapters closed."""
+    async def listen(self, host: str, port: int) -> list[trio.SocketListener]:
+        """The listening sockets on ``host:port``; a port that cannot be had (or the dev key off
+        loopback) raises :class:`~schemas.errors.ConfigError` (one line)."""
         if self.dev_mode and not is_loopback(host):
             raise ConfigError(
                 f"refusing to bind {host} with the dev API key: pass --api-key "
                 "(or SCOPECAST_API_KEYS) to serve beyond loopback"
             )
+        mistake = port_error(port, "port")
+        if mistake is not None:
+            raise ConfigError(mistake)
+        try:
+            return await trio.open_tcp_listeners(port, host=host)
+        except OSError as exc:
+            raise ConfigError(bind_error(exc, host, port)) from None
+
+    async def serve(
+        self,
+        host: str,
+        port: int,
+        listeners: list[trio.SocketListener] | None = None,
+        *,
+        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve HTTP and WebSocket on ``host:port`` (or on ``listeners``, from :meth:`listen`)
+        until :meth:`shutdown`, starting the adapters first and closing them at the end. A port
+        that cannot be had raises :class:`~schemas.errors.ConfigError` (one line), the adapters
+        closed."""
         await self.start_adapters()
         try:
-            try:
-                listeners = await trio.open_tcp_listeners(port, host=host)
-            except OSError as exc:
-                raise ConfigError(bind_error(exc, host, port)) from None
+            if listeners is None:
+                listeners = await self.listen(host, port)
             bound: int = listeners[0].socket.getsockname()[1]
             self.host, self.port = host, bound
             async with trio.open_nursery() as outer:

@@ -54,6 +54,10 @@ class PendingApproval:
     approved: bool = False
     accounts: list[str] | None = None
     scopes: dict[str, ScopeObject] | None = None
+    #: Why it was rejected other than by the operator (``data.reason`` of the 4001).
+    reason: str | None = None
+    #: When it started waiting, on trio's clock.
+    parked_at: float = field(default_factory=trio.current_time)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -217,7 +221,11 @@ class ApprovalPolicy:
         if not pending.decided.is_set():
             raise UserRejected("User rejected the request.", data={"reason": "approval timed out"})
         if not pending.approved:
-            raise UserRejected()
+            raise (
+                UserRejected()
+                if pending.reason is None
+                else UserRejected("User rejected the request.", data={"reason": pending.reason})
+            )
         return pending
 
     def approve(
@@ -237,10 +245,20 @@ class ApprovalPolicy:
         pending.decided.set()
         return True
 
-    def reject(self, approval_id: str) -> bool:
-        """The operator's no; False when no such request is waiting."""
+    def reject(self, approval_id: str, *, reason: str | None = None) -> bool:
+        """The operator's no (or the server's, saying why in ``reason``); False when no such
+        request is waiting."""
         pending = self._pending.get(approval_id)
         if pending is None or pending.decided.is_set():
             return False
+        pending.reason = reason
         pending.decided.set()
         return True
+
+    def reject_all(self, reason: str) -> list[PendingApproval]:
+        """Reject every waiting request with 4001 and ``data.reason`` (the server is stopping:
+        the dapps get an answer now rather than a dropped connection later); returns them."""
+        waiting = [p for p in self._pending.values() if not p.decided.is_set()]
+        for pending in waiting:
+            self.reject(pending.id, reason=reason)
+        return waiting

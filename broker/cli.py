@@ -8,7 +8,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Final, NoReturn
@@ -23,7 +24,7 @@ from broker.compose import (
     ServeOptions,
     open_broker,
 )
-from broker.config import Config, ConfigError, env_list, load_config
+from broker.config import PORT_RANGE, Config, ConfigError, env_list, load_config
 from broker.redis import LeaseTiming
 from broker.status_server import serve_status
 
@@ -84,6 +85,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0..65535 (a larger one would be taken modulo 65536 by the socket layer)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: want a number") from None
+    if port not in PORT_RANGE:
+        raise argparse.ArgumentTypeError(f"port {port} is outside the range 0..65535")
+    return port
+
+
 def _log_level(text: str) -> str:
     level = text.upper()
     if level not in LOG_LEVELS:
@@ -127,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
         help="TOML settings file (flags override it; default: $SCOPECAST_CONFIG)",
     )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to bind (default 8545; 0 = any free port)")
+    serve.add_argument("--port", type=_port, help="port to bind (default 8545; 0 = any free port)")
     serve.add_argument(
         "--api-key",
         action="append",
@@ -183,7 +195,7 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--redis-url", help="Redis shared with the web processes (or REDIS_URL)")
     worker.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port,
         help="serve GET /metrics and GET /healthz on this port (default: none; 0 = any free port)",
     )
     worker.add_argument(
@@ -258,8 +270,12 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
         print(f"  console    GET http://{base}/console (sign in with the admin token)", flush=True)
     else:
         print("  operator   disabled: set --admin-token to enable POST /admin", flush=True)
-    waiting = "the operator answers each" if mode == "manual" else "granted at once"
-    print(f"  approval   {mode}: sessions and signatures are {waiting}", flush=True)
+    if mode == "manual" and broker.sessions is not None:
+        timeout = broker.sessions.policy.timeout
+        waiting = f"wait for the operator (rejected after {timeout:g} s: approval_timeout)"
+    else:
+        waiting = "are granted at once"
+    print(f"  approval   {mode}: sessions and signatures {waiting}", flush=True)
     if broker.dev_mode:
         print(
             f"  dev API key: {DEV_API_KEY} (configure --api-key to serve beyond loopback)",
@@ -267,17 +283,82 @@ def _print_endpoints(broker: Broker, host: str, *, operator: bool) -> None:
         )
 
 
-async def _serve(options: ServeOptions, config: Config) -> None:
-    async with open_broker(config, options) as broker:
-        assert broker.host is not None
-        _log_signing_accounts(broker)
-        freeze_startup_objects()
-        operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
-        _print_endpoints(broker, broker.host, operator=operator)
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                log.info("received %s: draining connections", signal.Signals(signum).name)
-                break  # leaving the block drains the connections, then closes the adapters
+#: ``data.reason`` of the 4001 a parked approval gets when the server stops (README "Error codes").
+SHUTTING_DOWN: Final = "server shutting down"
+
+
+@dataclass
+class _Stop:
+    """The stop signals of ``scopecast serve``: the first drains, a second stops at once."""
+
+    draining: trio.Event = field(default_factory=trio.Event)
+    #: Set once the broker serves (before, there is nothing to drain).
+    serving: bool = False
+    #: The number of the signal that stopped it at once, if one did.
+    forced: int | None = None
+
+    async def watch(self, signals: AsyncIterator[int], now: trio.CancelScope) -> None:
+        async for signum in signals:
+            name = signal.Signals(signum).name
+            if self.serving and not self.draining.is_set():
+                log.info("received %s: stopping (%s again to stop at once)", name, name)
+                self.draining.set()
+                continue
+            self.forced = signum
+            # One line, on stderr as the operator's mistakes are: no traceback, no drain.
+            when = "second " if self.serving else ""
+            what = "without draining" if self.serving else "while starting"
+            print(f"scopecast: {when}{name}: stopping now, {what}", file=sys.stderr)
+            now.cancel()
+            return
+
+
+async def _serve(options: ServeOptions, config: Config) -> int:
+    """Serve until SIGTERM or SIGINT; the exit status (128 + the number of a signal that stopped
+    it at once: a second one, or one while starting)."""
+    stop = _Stop()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop.watch, signals, nursery.cancel_scope)
+            async with open_broker(config, options) as broker:
+                assert broker.host is not None
+                _log_signing_accounts(broker)
+                freeze_startup_objects()
+                operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
+                _print_endpoints(broker, broker.host, operator=operator)
+                stop.serving = True
+                await stop.draining.wait()
+                _answer_the_waiting(broker)
+                # leaving the block drains the connections, then closes the adapters
+            nursery.cancel_scope.cancel()  # the signal watcher
+    return 0 if stop.forced is None else 128 + stop.forced
+
+
+def _answer_the_waiting(broker: Broker) -> None:
+    """Say what the stop waits for and for how long, and answer the parked approvals now (4001,
+    ``data.reason`` "server shutting down"): their dapps would otherwise wait out the grace and
+    get a dropped connection."""
+    grace = broker.limits.shutdown_grace
+    policy = broker.sessions.policy if broker.sessions is not None else None
+    parked = policy.reject_all(SHUTTING_DOWN) if policy is not None else []
+    now = trio.current_time()
+    for pending in parked:
+        what = pending.summary.get("method", pending.kind)
+        log.warning(
+            "answering approval %s (%s from %s, %s, parked %.0f s) with 4001: %s",
+            pending.id,
+            what,
+            pending.identity.api_key,
+            pending.identity.origin,
+            now - pending.parked_at,
+            SHUTTING_DOWN,
+        )
+    log.info(
+        "waiting up to %g s ([server] shutdown_grace) for the calls under way to finish "
+        "(%d WebSockets open, closed with 1012 and their cursor)",
+        grace,
+        len(broker.connections),
+    )
 
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
@@ -346,7 +427,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         config = load_config(getattr(args, "config", None))
         if args.command == "serve":
-            trio.run(_serve, options_of_serve_args(args), config)
+            status = trio.run(_serve, options_of_serve_args(args), config)
+            if status:
+                raise SystemExit(status)
         elif args.command == "worker":
             trio.run(_work, args, config)
     except* ConfigError as group:

@@ -54,14 +54,39 @@ adapter as its options; an adapter decodes and validates its own options.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
 import msgspec
 
 from adapters.base import NetworkSpec
 from schemas.errors import ConfigError as ConfigError
+
+#: What a TCP port can be (0: any free one). Python's socket layer takes a port modulo 65536, so
+#: 70000 would quietly serve on 4464: every port setting is checked against this range first.
+PORT_RANGE: Final = range(0, 65536)
+
+
+def port_error(port: object, setting: str) -> str | None:
+    """Why ``port`` cannot be the TCP port of ``setting`` (None: it can)."""
+    if isinstance(port, bool) or not isinstance(port, int) or port not in PORT_RANGE:
+        return f"{setting}: port {port!r} is outside the range 0..65535"
+    return None
+
+
+def url_port_error(url: str, setting: str) -> str | None:
+    """Why the port of ``url`` cannot be had (None: it has none, or a valid one)."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - urllib checks the port when it is read
+    except ValueError:
+        # Only the host is shown: a URL may carry a password or an API key.
+        where = f"{parts.scheme}://{parts.hostname or ''}"
+        return f"{setting}: the port in {where}:... is outside the range 0..65535 (or not a number)"
+    return None
 
 
 class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -122,9 +147,35 @@ def load_config(path: Path | None) -> Config:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     try:
-        return msgspec.convert(data, Config)
+        config = msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+        raise ConfigError(f"{path}: {_with_choices(exc)}") from exc
+    mistake = port_error(config.server.port, "[server] port")
+    if mistake is None and config.server.redis_url is not None:
+        mistake = url_port_error(config.server.redis_url, "[server] redis_url")
+    if mistake is not None:
+        raise ConfigError(f"{path}: {mistake}")
+    return config
+
+
+def _with_choices(exc: msgspec.ValidationError) -> str:
+    """msgspec's message, with the valid values when the setting takes one of a few."""
+    text = str(exc)
+    where = _INVALID_ENUM.match(text)
+    if where is None:
+        return text
+    kind: Any = Config
+    for name in where.group(1).split("."):
+        members = {f.encode_name: f.type for f in msgspec.structs.fields(kind)}
+        kind = members.get(name)
+        if kind is None or not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+            break
+    if get_origin(kind) is not Literal:
+        return text
+    return f"{text} (choose from {', '.join(repr(choice) for choice in get_args(kind))})"
+
+
+_INVALID_ENUM: Final = re.compile(r"Invalid enum value .* - at `\$\.([\w.]+)`\Z")
 
 
 def network_specs(config: Config) -> tuple[list[NetworkSpec], str | None]:

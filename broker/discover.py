@@ -32,6 +32,8 @@ _, _CAIP_COMPONENTS = msgspec.json.schema_components(
 )
 
 _SCOPES = {"type": "object", "additionalProperties": ref("ScopeObject")}
+#: A waiting request's id: a string as admin_listApprovals gives it, or the same number.
+_APPROVAL_ID = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
 _UNAUTHORIZED = (4100, "The requested account and/or method has not been authorized by the user.")
 _SESSION_ERRORS = (
     (-32602, "invalid params (the member and the fault)"),
@@ -129,13 +131,13 @@ ADMIN_METHODS: Final[dict[str, MethodDoc]] = {
     "admin_listApprovals": _doc("Requests waiting for the operator", (), {"type": "array"}),
     "admin_approve": _doc(
         "Approve a waiting request (a session may be narrowed with sessionScopes)",
-        (ParamDoc("id", {"type": "string"}), ParamDoc("sessionScopes", _SCOPES, False)),
+        (ParamDoc("id", _APPROVAL_ID), ParamDoc("sessionScopes", _SCOPES, False)),
         {"type": "boolean"},
         by_name=True,
     ),
     "admin_reject": _doc(
         "Reject a waiting request (the dapp gets 4001)",
-        (ParamDoc("id", {"type": "string"}),),
+        (ParamDoc("id", _APPROVAL_ID),),
         {"type": "boolean"},
         by_name=True,
     ),

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from adapters.evm.blocks import PendingTransaction
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.filters import FilterRegistry
 from broker.bus import EventBus, MemoryLog, Position
@@ -85,6 +86,13 @@ class EventPath:
                 self._hub.positions.advance(network.chain, log.position)
                 feed = self._family_feed(network.chain, log)
                 await nursery.start(network.adapter.serve_events, network.chain, feed)
+        for network in self._networks:
+            adapter = network.adapter
+            if isinstance(adapter, BlockSource) and adapter.follows_pending_transactions(
+                network.chain
+            ):
+                pending = self._pending_feed(network.chain)
+                await nursery.start(adapter.serve_pending_transactions, network.chain, pending)
         nursery.start_soon(self._filters.serve_expiry)
         if self._resume is not None:
             nursery.start_soon(self._resume.serve_flusher)
@@ -95,6 +103,13 @@ class EventPath:
                         network.adapter, network.chain, self._bus, self._metrics
                     )
                     await nursery.start(ingestion.serve)
+
+    def _pending_feed(self, chain: str) -> Callable[[PendingTransaction], None]:
+        def on_transaction(transaction: PendingTransaction) -> None:
+            # No position: pending transactions are delivered live only, never replayed.
+            self._hub.publish(FamilyEvent(chain, transaction))
+
+        return on_transaction
 
     def _family_feed(
         self, chain: str, log: MemoryLog[FamilyEvent]

@@ -31,14 +31,24 @@ class RevokeSessionParams(DappParams, kw_only=True):
     scopes: list[str] | None = None
 
 
-class ApproveParams(msgspec.Struct, kw_only=True):
-    id: str
+class ApprovalParams(msgspec.Struct, kw_only=True):
+    """Names a waiting request. ``admin_listApprovals`` gives ids as strings; the number an
+    operator types from one (``{"id": 2}``) names the same request."""
+
+    id: str | int
+
+    @property
+    def approval_id(self) -> str:
+        return str(self.id)
+
+
+class ApproveParams(ApprovalParams, kw_only=True):
     accounts: list[str] | None = None
     sessionScopes: dict[str, Any] | None = None
 
 
-class RejectParams(msgspec.Struct, kw_only=True):
-    id: str
+class RejectParams(ApprovalParams, kw_only=True):
+    pass
 
 
 class ParamsDecoder(Generic[T]):

@@ -1,9 +1,10 @@
 """The chain-method objects of SPEC §2.9: transactions to sign, intents and ERC-4337 user operations.
 
-Every field is a JSON string (hex quantities and data, ``0x`` addresses) exactly as the wire carries
-it; the account adapter checks the hex itself so that its errors can name the field. Inputs forbid
-unknown fields: a field the signer would silently ignore (``gas`` for ``gasLimit``, an EntryPoint
-v0.7 ``factory``) must be an error, not a surprise in what gets signed.
+Fields are JSON strings (hex quantities and data, ``0x`` addresses) exactly as the wire carries them,
+and a transaction's quantities may also be JSON numbers, as anvil and hardhat take them; the account
+adapter checks the values itself so that its errors can name the field. Inputs forbid unknown
+fields: a field the signer would silently ignore (a misspelt ``gasLimt``, an EntryPoint v0.7
+``factory``) must be an error, not a surprise in what gets signed.
 """
 
 from __future__ import annotations
@@ -19,23 +20,32 @@ class AccessListEntry(msgspec.Struct, forbid_unknown_fields=True, rename="camel"
     storage_keys: list[str]
 
 
-class TransactionToSign(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    """The ``eth_signTransaction`` object. ``to`` is required and null for a contract creation;
-    ``gasPrice`` goes with types 0x0/0x1, the two EIP-1559 fees with type 0x2."""
+#: A quantity as wallets send it: a ``0x`` hex string, or a JSON number (web3.py sends ``type`` as
+#: one; anvil and hardhat take both).
+Quantity = str | int
 
-    type: str
-    nonce: str
-    to: str | None
+
+class TransactionToSign(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """The ``eth_signTransaction`` object, read as geth, anvil and hardhat read it: what a client
+    may leave out is what they let it leave out. ``type`` absent is inferred from the fee fields;
+    ``data`` (or ``input``, geth's newer name) absent is empty; ``to`` absent or null creates a
+    contract; ``chainId`` absent is the scope's. ``gasPrice`` goes with types 0x0/0x1, the two
+    EIP-1559 fees with type 0x2. An unknown field is still refused (see the module docstring)."""
+
+    type: Quantity | UnsetType = UNSET
+    nonce: Quantity
+    to: str | UnsetType | None = UNSET
     from_: str = msgspec.field(name="from")
-    value: str
-    data: str
+    value: Quantity | UnsetType = UNSET
+    data: str | UnsetType = UNSET
+    input: str | UnsetType = UNSET
     #: ``gasLimit`` as SPEC names it; ``gas`` as wallets and eth_sendTransaction send it.
-    gas_limit: str | UnsetType = UNSET
-    gas: str | UnsetType = UNSET
-    chain_id: str
-    gas_price: str | UnsetType = UNSET
-    max_priority_fee_per_gas: str | UnsetType = UNSET
-    max_fee_per_gas: str | UnsetType = UNSET
+    gas_limit: Quantity | UnsetType = UNSET
+    gas: Quantity | UnsetType = UNSET
+    chain_id: Quantity | UnsetType = UNSET
+    gas_price: Quantity | UnsetType = UNSET
+    max_priority_fee_per_gas: Quantity | UnsetType = UNSET
+    max_fee_per_gas: Quantity | UnsetType = UNSET
     access_list: list[AccessListEntry] | UnsetType = UNSET
 
 

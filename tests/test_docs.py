@@ -13,6 +13,9 @@ The convention, for whoever writes an example:
   on the dev network, which signs directly for its dev accounts; the next ``json`` block, when
   it is not itself a call, is the result, compared.
 - ``toml`` blocks: scopecast configuration, loaded and checked as ``--config`` would be.
+- ``python`` blocks: run as a script with this interpreter (the ``make run`` venv's), talking to
+  the server at ``127.0.0.1:8545`` (the test's port put in its place); they must exit 0, and
+  every line they print that is JSON-RPC must hold no ``error``.
 - In a shown answer, the string ``"…"`` stands for any value (an expiry, a block hash).
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,7 @@ import trio_websocket
 from broker.compose import ServeOptions
 from broker.config import load_config, network_specs
 from tests.support.inprocess import RunningBroker, running_broker
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -113,7 +118,7 @@ def curl_calls(text: str) -> list[tuple[str, bytes]]:
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
-    runnable = {"sh", "json", "toml"}
+    runnable = {"sh", "json", "toml", "python"}
     unmarked = [b.where for b in all_blocks() if b.skipped is None and b.kind not in runnable]
     assert unmarked == [], "mark them <!-- doc-test: not run (why) -->"
 
@@ -191,7 +196,12 @@ class Runner:
 async def test_the_examples_answer_as_shown() -> None:
     problems: list[str] = []
     with trio.fail_after(120):
-        async with running_broker(ServeOptions(block_time=0)) as node, httpx.AsyncClient() as http:
+        # As `make run` serves (blocks and slots with demo traffic; every 2 s there, faster here),
+        # after the demo has run a while: every output shown is what a reader of the README gets
+        # from the command it tells them to run, whenever they run it.
+        options = ServeOptions(block_time=DEMO_INTERVAL)
+        async with running_broker(options) as node, httpx.AsyncClient() as http:
+            await _demo_traffic_ran(node)
             runner = Runner(node, http)
             async with trio_websocket.open_websocket_url(
                 node.ws_url(), extra_headers=[(b"Origin", b"https://docs.example")]
@@ -214,7 +224,56 @@ async def test_the_examples_answer_as_shown() -> None:
                         problems += await runner.run(
                             block, following if index + 1 in answers else None
                         )
+            for path in DOCS:
+                for block in blocks(path):
+                    if block.kind == "python" and not block.skipped:
+                        problems += await run_python(block, node.port)
+            # The signed transaction docs/account-methods.md shows is accepted as it is, as it says.
+            raw = next(
+                v["raw"]
+                for b in blocks(ROOT / "docs" / "account-methods.md")
+                if b.kind == "json" and '"raw"' in b.text
+                for v in json_values(b.text)
+            )
+            sent = await node.rpc("eth_sendRawTransaction", [raw])
+            if "error" in sent:
+                problems.append(f"docs/account-methods.md: its raw transaction: {sent['error']}")
     assert problems == [], "\n".join(problems)
+
+
+async def run_python(block: Block, port: int) -> list[str]:
+    """The mismatches of a Python example run against the server on ``port``."""
+    script = block.text.replace("127.0.0.1:8545", f"127.0.0.1:{port}")
+    done = None
+    with trio.move_on_after(30):
+        done = await trio.run_process(
+            [sys.executable, "-c", script], capture_stdout=True, capture_stderr=True, check=False
+        )
+    if done is None:
+        return [f"{block.where}: still running after 30 s"]
+    if done.returncode != 0:
+        return [f"{block.where}: exited {done.returncode}: {done.stderr.decode()}"]
+    lines = done.stdout.decode().splitlines()
+    replies = [json.loads(line) for line in lines if line.startswith('{"jsonrpc"')]
+    if not replies:
+        return [f"{block.where}: printed no JSON-RPC message: {lines}"]
+    return [f"{block.where}: error {r['error']}" for r in replies if "error" in r]
+
+
+#: Seconds between the demo's blocks and slots in the examples' server (`make run`: 2).
+DEMO_INTERVAL = 0.2
+DEMO_BLOCKS = 6
+
+
+async def _demo_traffic_ran(node: RunningBroker) -> None:
+    """Until both dev chains have made :data:`DEMO_BLOCKS` blocks (slots) of demo traffic."""
+
+    async def heights() -> bool:
+        block = int((await node.rpc("eth_blockNumber", []))["result"], 16)
+        slot = (await node.rpc("getSlot", [], network="solana"))["result"]
+        return block >= DEMO_BLOCKS and slot >= DEMO_BLOCKS
+
+    await eventually(heights, f"{DEMO_BLOCKS} blocks and slots of demo traffic")
 
 
 def _is_request(block: Block) -> bool:

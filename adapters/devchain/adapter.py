@@ -21,7 +21,7 @@ from eth_utils.address import to_checksum_address
 from adapters._options import decode_options
 from adapters.base import CacheEpoch, DevOptions, NetworkChainAdapter, NetworkSpec
 from adapters.devchain._dev_network import dev_network
-from adapters.evm.blocks import BlockHandler, ChainBlock
+from adapters.evm.blocks import BlockHandler, ChainBlock, PendingHandler, PendingTransaction
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas import eth as schema
 from schemas.errors import (
@@ -37,7 +37,7 @@ from ._options import DevChainOptions
 from .accounts import DevAccount, derive_accounts
 from .bootstrap import StateDirMismatch, create_dev_chain, open_dev_chain
 from .chain import LocalChain
-from .formatting import data, quantity
+from .formatting import data, format_transaction, quantity
 from .genesis import read_geth_genesis
 from .geth_import import ChainFileError, import_geth_chain
 from .methods import READ_METHODS, Handler, ReadMethods
@@ -147,6 +147,8 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
         self._lock = trio.Lock()
         self._handlers: dict[str, Handler] = {}
         self._subscribers: set[trio.MemorySendChannel[ChainBlock]] = set()
+        #: Told of each transaction the pool accepts (``newPendingTransactions``).
+        self._pending_handlers: list[PendingHandler] = []
         self._miner_running = False
         self._snapshots: dict[int, str] = {}
         self._pending: tuple[tuple[str, tuple[bytes, ...]], BlockRecord] | None = None
@@ -313,11 +315,46 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
                 self._pool.add(tx, sender)
             except TxRejected as exc:
                 raise ServerError(str(exc)) from None
+            # Announced as pending before it is mined, even at once (anvil's automine does so).
+            self._announce_pending(tx, sender)
             if self._automine:
                 await self._mine_locked()
                 if self._pool.get(tx.hash) is None and data(tx.hash) not in chain.transactions:
                     raise ServerError("transaction rejected while building the block")
         return data(tx.hash)
+
+    def _announce_pending(self, tx: Any, sender: bytes) -> None:
+        if not self._pending_handlers:
+            return
+        rendered = format_transaction(
+            tx, sender=data(sender), block_hash=None, block_number=None, index=None, base_fee=None
+        )
+        pending = PendingTransaction(
+            msgspec.json.encode(data(tx.hash)), msgspec.json.encode(rendered)
+        )
+        for handler in list(self._pending_handlers):
+            try:
+                handler(pending)
+            except Exception:  # a subscriber's failure must never refuse the transaction
+                log.exception("%s: a pending-transaction handler failed", self.spec.name)
+
+    def follows_pending_transactions(self, chain: str) -> bool:
+        return True
+
+    async def serve_pending_transactions(
+        self,
+        chain: str,
+        on_transaction: PendingHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        self._check_chain(chain)
+        self._pending_handlers.append(on_transaction)
+        try:
+            task_status.started()
+            await trio.sleep_forever()
+        finally:
+            self._pending_handlers.remove(on_transaction)
 
     # -- what anvil and hardhat offer ---------------------------------------------------------
 

@@ -61,3 +61,22 @@ class LogsEvent:
 
 ChainEvent = HeadEvent | LogsEvent
 """What a chain's block ingestion publishes (through the bus, in memory or Redis)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTransaction:
+    """A transaction the node accepted into its pool (``eth_subscribe newPendingTransactions``):
+    its hash, and the whole transaction as ``eth_getTransactionByHash`` gives a pending one
+    (``blockHash``, ``blockNumber``, ``transactionIndex`` null), each encoded once.
+
+    Unlike heads and logs it does not travel through the bus: each serving process follows its
+    adapter's pool, and a pending transaction is not replayed on resume (geth keeps none either).
+    """
+
+    hash_json: bytes
+    #: None when the node announced the hash alone (whole-transaction subscribers get nothing).
+    json: bytes | None
+
+
+PendingHandler = Callable[[PendingTransaction], None]
+"""Called, without awaiting, for each transaction that enters the pool."""

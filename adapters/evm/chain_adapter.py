@@ -10,9 +10,9 @@ import trio
 
 from adapters.base import ChainAdapter, Lifetime, MethodDocs, SubscriptionFamily
 from adapters.evm import cache_rules
-from adapters.evm.blocks import BlockHandler, ChainBlock
+from adapters.evm.blocks import BlockHandler, ChainBlock, PendingHandler
 from adapters.evm.openrpc import evm_docs
-from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS
+from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS, EVM_SUBSCRIPTIONS_WITH_PENDING
 
 
 class BlockSource(ChainAdapter):
@@ -47,7 +47,26 @@ class BlockSource(ChainAdapter):
         task_status.started()
         await trio.sleep_forever()
 
+    def follows_pending_transactions(self, chain: str) -> bool:
+        """Whether :meth:`serve_pending_transactions` reports ``chain``'s pool (then
+        ``eth_subscribe ["newPendingTransactions"]`` is served). Default: no."""
+        return False
+
+    async def serve_pending_transactions(
+        self,
+        chain: str,
+        on_transaction: PendingHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``on_transaction`` for each transaction that enters ``chain``'s pool, until
+        cancelled (each serving process runs its own). Default: none ever."""
+        task_status.started()
+        await trio.sleep_forever()
+
     def subscription_family(self, chain: str) -> SubscriptionFamily | None:
+        if self.follows_pending_transactions(chain):
+            return EVM_SUBSCRIPTIONS_WITH_PENDING
         return EVM_SUBSCRIPTIONS
 
 

@@ -304,6 +304,13 @@ ACCOUNT_METHODS: Final[dict[str, MethodDoc]] = {
         (4001, "User rejected the request."),
         (4100, "The requested account and/or method has not been authorized by the user."),
     ),
+    "eth_sign": _doc(
+        "Sign data with the personal-message prefix (geth's eth_sign; personal_sign reversed)",
+        (ParamDoc("address", _A), ParamDoc("data", _D)),
+        _D,
+        (4001, "User rejected the request."),
+        (4100, "The requested account and/or method has not been authorized by the user."),
+    ),
     "eth_prepareUserOperation": _doc(
         "A user operation (ERC-4337 v0.6) of the session's smart account making a call",
         (ParamDoc("call", {"type": "object", "properties": {"to": _A, "value": _Q, "data": _D}}),),
@@ -324,6 +331,8 @@ ACCOUNT_METHODS: Final[dict[str, MethodDoc]] = {
         (4100, "The requested account and/or method has not been authorized by the user."),
     ),
 }
+# web3.py's name for the same method and params (anvil's too)
+ACCOUNT_METHODS["eth_signTypedData"] = ACCOUNT_METHODS["eth_signTypedData_v4"]
 
 
 def evm_docs(methods: Iterable[str]) -> MethodDocs:
@@ -389,7 +398,33 @@ STREAM_METHODS: Final[dict[str, MethodDoc]] = {
 }
 
 
-def stream_docs() -> MethodDocs:
+#: ``eth_subscribe`` where the adapter follows its pool.
+_SUBSCRIBE_WITH_PENDING: Final = _stream_doc(
+    "Subscribe to newHeads, logs or newPendingTransactions (WebSocket only; over HTTP -32601 "
+    "notifications not supported); answers the subscription id",
+    (
+        ParamDoc(
+            "subscription",
+            {"type": "string", "enum": ["newHeads", "logs", "newPendingTransactions"]},
+        ),
+        ParamDoc(
+            "options",
+            {"oneOf": [ref("Filter"), {"type": "boolean"}]},
+            False,
+            "logs: the filter (address and topics); newPendingTransactions: true for whole "
+            "transactions, else hashes",
+        ),
+    ),
+    _ID,
+    _INVALID,
+    (-32601, "notifications not supported"),
+)
+
+
+def stream_docs(*, pending: bool = False) -> MethodDocs:
     """The descriptions of the EVM profile's subscription and filter methods, its notification,
-    and the schemas every EVM description refers to."""
-    return MethodDocs(STREAM_METHODS, COMPONENTS)
+    and the schemas every EVM description refers to; ``pending``: with
+    ``newPendingTransactions``."""
+    if not pending:
+        return MethodDocs(STREAM_METHODS, COMPONENTS)
+    return MethodDocs({**STREAM_METHODS, "eth_subscribe": _SUBSCRIBE_WITH_PENDING}, COMPONENTS)

@@ -1,5 +1,5 @@
-"""The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads`` and ``logs`` (geth's
-params and errors), log filters indexed by address, else by first topic, else in a short list of
+"""The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads``, ``logs`` and, where
+the adapter follows its pool, ``newPendingTransactions`` (geth's params and errors), log filters indexed by address, else by first topic, else in a short list of
 catch-alls (so a log is checked only against filters that can match it), and the ``removed``
 replay of logs a reorganisation orphaned.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from adapters.base import EventMatcher, MethodDocs, S, SubscriptionFamily, SubscriptionIndex
-from adapters.evm.blocks import HeadEvent, LogsEvent
+from adapters.evm.blocks import HeadEvent, LogsEvent, PendingTransaction
 from adapters.evm.log_filter import (
     BLOCK_RANGE_MEMBERS,
     LogCriteria,
@@ -31,6 +31,7 @@ UNSUBSCRIBE: Final = "eth_unsubscribe"
 NOTIFICATION: Final = "eth_subscription"
 NEW_HEADS: Final = "newHeads"
 LOGS: Final = "logs"
+NEW_PENDING_TRANSACTIONS: Final = "newPendingTransactions"
 _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
 
@@ -41,10 +42,12 @@ class EvmMatcher:
 
     kind: str
     criteria: LogCriteria | None = None
+    #: ``newPendingTransactions``: whole transactions (geth's ``true``), else hashes.
+    full: bool = False
 
     @property
     def key(self) -> Hashable:
-        return (self.kind, self.criteria)
+        return (self.kind, self.criteria, self.full)
 
     @property
     def notification(self) -> str:
@@ -59,11 +62,14 @@ class EvmMatcher:
         notification per log: :meth:`EvmIndex.matching` renders those."""
         if self.kind == NEW_HEADS and isinstance(event, HeadEvent):
             return event.block.header_json
+        if self.kind == NEW_PENDING_TRANSACTIONS and isinstance(event, PendingTransaction):
+            return event.json if self.full else event.hash_json
         return None
 
 
-def parse_subscribe(params: Any) -> EvmMatcher:
-    """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones)."""
+def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher:
+    """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones);
+    ``pending``: ``newPendingTransactions`` is served."""
     if not isinstance(params, list):
         raise InvalidParams("non-array args")
     positional_count(params, 1, 2)
@@ -71,6 +77,11 @@ def parse_subscribe(params: Any) -> EvmMatcher:
     if kind == NEW_HEADS:
         positional_count(params, 1, 1)
         return EvmMatcher(NEW_HEADS)
+    if kind == NEW_PENDING_TRANSACTIONS and pending:
+        full = params[1] if len(params) > 1 else False
+        if full is not None and not isinstance(full, bool):
+            raise InvalidParams("invalid argument 1: want true (whole transactions) or false")
+        return EvmMatcher(NEW_PENDING_TRANSACTIONS, full=bool(full))
     if kind == LOGS:
         filter_obj = params[1] if len(params) > 1 and params[1] is not None else {}
         if isinstance(filter_obj, dict) and filter_members(filter_obj).keys() & BLOCK_RANGE_MEMBERS:
@@ -79,10 +90,9 @@ def parse_subscribe(params: Any) -> EvmMatcher:
             )
         return EvmMatcher(LOGS, parse_criteria(filter_obj, where="invalid argument 1"))
     if isinstance(kind, str):
+        supported = [NEW_HEADS, LOGS, *([NEW_PENDING_TRANSACTIONS] if pending else [])]
         raise WireError(
-            -32601,
-            f'no "{kind}" subscription in eth namespace',
-            data={"supported": [NEW_HEADS, LOGS]},
+            -32601, f'no "{kind}" subscription in eth namespace', data={"supported": supported}
         )
     raise InvalidParams("invalid argument 0: subscription name must be a string")
 
@@ -101,10 +111,13 @@ class EvmIndex(SubscriptionIndex[S]):
     """The EVM subscriptions of one chain, indexed for matching: heads, and log filters by
     address, else by first topic, else in a short list of catch-alls, each grouped by criteria."""
 
-    __slots__ = ("by_address", "by_topic0", "catch_all", "heads")
+    __slots__ = ("by_address", "by_topic0", "catch_all", "heads", "pending")
 
     def __init__(self) -> None:
         self.heads: dict[S, None] = {}
+        #: ``newPendingTransactions`` subscriptions: those wanting hashes, those wanting the whole
+        #: transactions.
+        self.pending: tuple[dict[S, None], dict[S, None]] = ({}, {})
         self.by_address: dict[str, _Bucket[S]] = {}
         self.by_topic0: dict[str, _Bucket[S]] = {}
         self.catch_all: _Bucket[S] = {}
@@ -112,6 +125,9 @@ class EvmIndex(SubscriptionIndex[S]):
     def add(self, sub: S, matcher: EventMatcher) -> None:
         assert isinstance(matcher, EvmMatcher)
         criteria = matcher.criteria
+        if matcher.kind == NEW_PENDING_TRANSACTIONS:
+            self.pending[matcher.full][sub] = None
+            return
         if criteria is None:
             self.heads[sub] = None
             return
@@ -123,6 +139,9 @@ class EvmIndex(SubscriptionIndex[S]):
     def remove(self, sub: S, matcher: EventMatcher) -> None:
         assert isinstance(matcher, EvmMatcher)
         criteria = matcher.criteria
+        if matcher.kind == NEW_PENDING_TRANSACTIONS:
+            self.pending[matcher.full].pop(sub, None)
+            return
         if criteria is None:
             self.heads.pop(sub, None)
             return
@@ -152,6 +171,13 @@ class EvmIndex(SubscriptionIndex[S]):
         if isinstance(event, HeadEvent):
             if self.heads:
                 yield self.heads, event.block.header_json
+            return
+        if isinstance(event, PendingTransaction):
+            hashes, whole = self.pending
+            if hashes:
+                yield hashes, event.hash_json
+            if whole and event.json is not None:
+                yield whole, event.json
             return
         if not isinstance(event, LogsEvent):
             return
@@ -188,14 +214,18 @@ class EvmSubscriptions(SubscriptionFamily):
     methods: ClassVar[Mapping[str, str]] = {SUBSCRIBE: UNSUBSCRIBE}
     integer_ids: ClassVar[bool] = False
 
+    def __init__(self, *, pending: bool = False) -> None:
+        """``pending``: the chain's adapter reports its pool's transactions (``newPendingTransactions``)."""
+        self.pending = pending
+
     def parse(self, method: str, params: Any) -> EvmMatcher:
-        return parse_subscribe(params)
+        return parse_subscribe(params, pending=self.pending)
 
     def notifications(self) -> frozenset[str]:
         return frozenset({NOTIFICATION})
 
     def method_docs(self) -> MethodDocs:
-        return stream_docs()
+        return stream_docs(pending=self.pending)
 
     def kind(self, method: str, matcher: EventMatcher) -> str:
         assert isinstance(matcher, EvmMatcher)
@@ -214,3 +244,6 @@ class EvmSubscriptions(SubscriptionFamily):
 
 EVM_SUBSCRIPTIONS: Final = EvmSubscriptions()
 """The EVM profile's subscription family, shared by every EVM chain adapter."""
+
+EVM_SUBSCRIPTIONS_WITH_PENDING: Final = EvmSubscriptions(pending=True)
+"""The same, with ``newPendingTransactions``: for the chains whose adapter follows its pool."""

@@ -12,7 +12,14 @@ import trio
 
 from adapters.base import AccountAdapter, ChainReader, MethodDocs, SigningRequest
 from adapters.evm.openrpc import evm_docs
-from adapters.keyring import _personal_sign, _solana, _transaction, _typed_data, _user_operations
+from adapters.keyring import (
+    _eth_sign,
+    _personal_sign,
+    _solana,
+    _transaction,
+    _typed_data,
+    _user_operations,
+)
 from adapters.keyring._config import KeyringOptions, UserOpConfig
 from adapters.keyring._keys import DEV_MNEMONIC, KeyLoadError, Keyring, keystore_files
 from adapters.keyring._params import chain_reference
@@ -24,6 +31,10 @@ HANDLERS: Final[Mapping[str, Handler]] = {
     "personal_sign": _personal_sign.HANDLER,
     "eth_signTransaction": _transaction.HANDLER,
     "eth_signTypedData_v4": _typed_data.HANDLER,
+    # The names web3.py and anvil users call: eth_sign with geth's semantics (the personal-message
+    # prefix) and eth_signTypedData as v4 (web3.py's sign_typed_data sends v4's params).
+    "eth_sign": _eth_sign.HANDLER,
+    "eth_signTypedData": _typed_data.HANDLER,
     "eth_prepareUserOperation": _user_operations.PREPARE,
     "eth_patchUserOperation": _user_operations.PATCH,
     "eth_signUserOperation": _user_operations.SIGN,

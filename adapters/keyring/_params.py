@@ -64,6 +64,18 @@ def quantity(value: Any, index: int, path: str = "") -> int:
     return number
 
 
+def lenient_quantity(value: Any, index: int, path: str = "") -> int:
+    """A quantity as anvil and hardhat take it: a ``0x`` hex string or a non-negative JSON
+    integer (web3.py sends ``type`` as a number), at most 256 bits."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str):
+            return quantity(value, index, path)
+        raise field_error(index, path, "want a 0x-prefixed hex quantity or a number")
+    if not 0 <= value <= _UINT256_MAX:
+        raise field_error(index, path, "want a quantity between 0 and 2**256 - 1")
+    return value
+
+
 def data(value: Any, index: int, path: str = "") -> bytes:
     """``0x`` followed by an even number of hex digits (``0x`` alone is empty data)."""
     if not isinstance(value, str) or not _HEX_DIGITS.match(value) or len(value) % 2:

@@ -37,11 +37,11 @@ def prepare(wallet: Wallet, chain_id: int, params: list[Any], permitted: list[st
     else:
         message = text_or_hex.encode()
     signer = wallet.signer(_params.address(address, 1), permitted)
-    summary = {"account": signer, **_readable(message)}
+    summary = {"account": signer, **readable(message)}
     return Prepared(signer, summary, PersonalSign(message))
 
 
-def _readable(message: bytes) -> dict[str, Any]:
+def readable(message: bytes) -> dict[str, Any]:
     try:
         return {"message": message.decode("utf-8"), "encoding": "utf-8"}
     except UnicodeDecodeError:

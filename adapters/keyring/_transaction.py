@@ -34,33 +34,65 @@ class SignTransaction:
 def _gas_limit(tx: TransactionToSign) -> int:
     """``gasLimit``, or ``gas`` as wallets send it (both: they must agree)."""
     given = [(name, value) for name, value in (("gasLimit", tx.gas_limit), ("gas", tx.gas))]
-    present = [(name, value) for name, value in given if isinstance(value, str)]
+    present = [(name, value) for name, value in given if not isinstance(value, UnsetType)]
     if not present:
         raise _params.field_error(0, "gasLimit", "missing (gasLimit, or gas as wallets send it)")
-    limits = {_params.quantity(value, 0, name) for name, value in present}
+    limits = {_params.lenient_quantity(value, 0, name) for name, value in present}
     if len(limits) > 1:
         raise _params.field_error(0, "gas", "gas and gasLimit differ; send one of them")
     return limits.pop()
+
+
+def _data(tx: TransactionToSign) -> bytes:
+    """``input`` (geth's newer name) or ``data``; both: they must agree; neither: empty."""
+    given = [(name, value) for name, value in (("input", tx.input), ("data", tx.data))]
+    present = {_params.data(value, 0, name) for name, value in given if isinstance(value, str)}
+    if len(present) > 1:
+        raise _params.field_error(0, "data", "data and input differ; send one of them")
+    return present.pop() if present else b""
+
+
+def _kind(tx: TransactionToSign) -> int:
+    """``type`` as given, else inferred from the fee fields as geth does: the EIP-1559 fees make
+    a 0x2, ``gasPrice`` with an access list a 0x1, ``gasPrice`` alone a 0x0."""
+    if not isinstance(tx.type, UnsetType):
+        kind = _params.lenient_quantity(tx.type, 0, "type")
+        if kind not in (LEGACY, ACCESS_LIST, DYNAMIC_FEE):
+            raise _params.field_error(
+                0, "type", f"unsupported type {tx.type}; want 0x0, 0x1 or 0x2"
+            )
+        return kind
+    dynamic = not isinstance(tx.max_fee_per_gas, UnsetType) or not isinstance(
+        tx.max_priority_fee_per_gas, UnsetType
+    )
+    if dynamic:
+        return DYNAMIC_FEE
+    if isinstance(tx.gas_price, UnsetType):
+        raise _params.field_error(
+            0, "gasPrice", "missing gasPrice, or maxFeePerGas and maxPriorityFeePerGas"
+        )
+    return LEGACY if isinstance(tx.access_list, UnsetType) else ACCESS_LIST
 
 
 def prepare(wallet: Wallet, chain_id: int, params: list[Any], permitted: list[str]) -> Prepared:
     """Check ``[transaction]`` field by field, its chain and its sender."""
     _params.check_count(params, 1)
     tx = _params.convert(params[0], TransactionToSign, 0)
-    kind = _params.quantity(tx.type, 0, "type")
-    if kind not in (LEGACY, ACCESS_LIST, DYNAMIC_FEE):
-        raise _params.field_error(0, "type", f"unsupported type {tx.type}; want 0x0, 0x1 or 0x2")
+    kind = _kind(tx)
     sender = _params.address(tx.from_, 0, "from")
-    to = None if tx.to is None else _params.address(tx.to, 0, "to")
-    data = _params.data(tx.data, 0, "data")
+    to = None if tx.to is None or tx.to is UNSET else _params.address(tx.to, 0, "to")
+    data = _data(tx)
     if to is None and not data:
-        raise _params.field_error(0, "data", "a contract creation needs init code")
+        raise _params.field_error(0, "data", "a contract creation (no `to`) needs init code")
     fields: dict[str, Any] = {
-        "nonce": _params.quantity(tx.nonce, 0, "nonce"),
-        "value": _params.quantity(tx.value, 0, "value"),
+        "nonce": _params.lenient_quantity(tx.nonce, 0, "nonce"),
+        "value": 0 if tx.value is UNSET else _params.lenient_quantity(tx.value, 0, "value"),
         "gas": _gas_limit(tx),
         "data": data,
-        "chainId": _params.quantity(tx.chain_id, 0, "chainId"),
+        # Absent: the scope's chain, as geth fills in its own.
+        "chainId": chain_id
+        if isinstance(tx.chain_id, UnsetType)
+        else _params.lenient_quantity(tx.chain_id, 0, "chainId"),
     }
     if to is not None:
         fields["to"] = to_checksum_address(to)
@@ -72,19 +104,24 @@ def prepare(wallet: Wallet, chain_id: int, params: list[Any], permitted: list[st
         fields["type"] = kind
         fields["accessList"] = access_list
     if fields["chainId"] != chain_id:
-        raise Unauthorized(f"chainId {tx.chain_id} is not the chain of scope eip155:{chain_id}")
+        # Signed for another chain, it would be valid there: never, whatever the approval.
+        raise Unauthorized(
+            f"chainId {hex_quantity(fields['chainId'])} is not the chain of scope "
+            f"eip155:{chain_id} ({hex_quantity(chain_id)})"
+        )
     signer = wallet.signer(sender, permitted)
     return Prepared(signer, _summary(signer, to, fields), SignTransaction(fields))
 
 
 def _fees(kind: int, tx: TransactionToSign) -> dict[str, int]:
+    shown = hex_quantity(kind)
     if kind in (LEGACY, ACCESS_LIST):
         for name, value in (
             ("maxFeePerGas", tx.max_fee_per_gas),
             ("maxPriorityFeePerGas", tx.max_priority_fee_per_gas),
         ):
             if value is not UNSET:
-                raise _params.field_error(0, name, f"not used by a type {tx.type} transaction")
+                raise _params.field_error(0, name, f"not used by a type {shown} transaction")
         return {"gasPrice": _required_quantity(tx.gas_price, "gasPrice")}
     if tx.gas_price is not UNSET:
         raise _params.field_error(0, "gasPrice", "a type 0x2 transaction uses the EIP-1559 fees")
@@ -95,10 +132,10 @@ def _fees(kind: int, tx: TransactionToSign) -> dict[str, int]:
     return {"maxFeePerGas": max_fee, "maxPriorityFeePerGas": priority}
 
 
-def _required_quantity(value: str | UnsetType, name: str) -> int:
+def _required_quantity(value: str | int | UnsetType, name: str) -> int:
     if isinstance(value, UnsetType):
         raise _params.missing_field(0, name)
-    return _params.quantity(value, 0, name)
+    return _params.lenient_quantity(value, 0, name)
 
 
 def _access_list(entries: list[AccessListEntry] | UnsetType) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import trio
 
 from adapters._options import decode_options
 from adapters.base import IngestionStatistics, NetworkChainAdapter, NetworkSpec
-from adapters.evm.blocks import BlockHandler, ChainBlock
+from adapters.evm.blocks import BlockHandler, ChainBlock, PendingHandler
 from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
@@ -20,6 +20,7 @@ from ._heads import HeadFollower
 from ._health import UpstreamStatus
 from ._logs_query import check_logs_params
 from ._options import UpstreamOptions, expected_chain_id
+from ._pending import PendingFollower
 from ._transport import HttpUpstream
 
 log = logging.getLogger(__name__)
@@ -121,3 +122,18 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
         """Report head blocks (``newHeads`` over WebSocket, else HTTP polling) until cancelled."""
         follower = HeadFollower(self.spec.name, self.forwarder, self.fetcher, self.options)
         await follower.serve(on_block, task_status=task_status)
+
+    def follows_pending_transactions(self, chain: str) -> bool:
+        """Where an upstream has a WebSocket: its node may offer ``newPendingTransactions``."""
+        return any(endpoint.ws is not None for endpoint in self.options.upstreams)
+
+    async def serve_pending_transactions(
+        self,
+        chain: str,
+        on_transaction: PendingHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report the transactions the upstreams announce (:mod:`._pending`) until cancelled."""
+        follower = PendingFollower(self.spec.name, self.options)
+        await follower.serve(on_transaction, task_status=task_status)

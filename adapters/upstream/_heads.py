@@ -60,6 +60,7 @@ class _WsMessage(msgspec.Struct):
 
 
 _ws_decoder: Final = msgspec.json.Decoder(_WsMessage)
+ws_message_decoder: Final = _ws_decoder  # also the pool's follower's (:mod:`._pending`)
 
 
 class _WebSocketFailed(Exception):
@@ -75,6 +76,9 @@ _WS_ERRORS: Final = (
     _WebSocketFailed,
     msgspec.DecodeError,
 )
+
+
+WEBSOCKET_FAILURES: Final = _WS_ERRORS  # also what ends the pool's follower's (:mod:`._pending`)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
@@ -111,6 +115,31 @@ def _host_header(url: str) -> str:
 def _resource(url: str) -> str:
     parts = urlsplit(url)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+async def open_websocket(
+    nursery: trio.Nursery, url: str, connect_timeout: float
+) -> tuple[trio.abc.Stream, trio_websocket.WebSocketConnection]:
+    """A client WebSocket to ``url`` (its reader task in ``nursery``) and the byte stream under
+    it, which the caller must close itself: trio-websocket leaves it open after an abnormal
+    closure. Each step (connection, handshake) within ``connect_timeout`` seconds."""
+    stream: trio.abc.Stream | None = None
+    with trio.move_on_after(connect_timeout):
+        stream = await _open_stream(url)
+    if stream is None:
+        raise _WebSocketFailed(f"cannot connect within {connect_timeout:g} s")
+    try:
+        with trio.fail_after(connect_timeout):
+            # Any trio stream will do (trio-websocket's documentation; its annotation names only
+            # sockets and TLS).
+            ws = await trio_websocket.wrap_client_stream(
+                nursery, cast(trio.SocketStream, stream), _host_header(url), _resource(url)
+            )
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        raise
+    return stream, ws
 
 
 @dataclass(frozen=True, slots=True)

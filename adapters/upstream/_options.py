@@ -75,6 +75,22 @@ class Endpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
             urlsplit(self.ws).scheme not in ("ws", "wss") or not urlsplit(self.ws).hostname
         ):
             raise ValueError(f"upstream ws must be a ws:// or wss:// URL, got {self.ws!r}")
+        for url in (self.http, self.ws):
+            _check_port(url)
+
+
+def _check_port(url: str | None) -> None:
+    """A port outside 0..65535 in an upstream URL, refused at start (named by host only: provider
+    URLs often carry an API key)."""
+    if url is None:
+        return
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - urllib checks the port when it is read
+    except ValueError:
+        raise ValueError(
+            f"the port in {parts.scheme}://{parts.hostname}:... is outside the range 0..65535"
+        ) from None
 
 
 class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

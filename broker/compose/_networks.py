@@ -12,7 +12,7 @@ from typing import Literal
 
 from adapters.base import AccountAdapter, ChainAdapter, DevOptions, NetworkSpec
 from adapters.registry import AdapterNotFound, available, load
-from broker.config import Config, ConfigError, network_specs
+from broker.config import Config, ConfigError, network_specs, url_port_error
 from broker.networks import Network
 
 DEV_ADMIN_TOKEN = "dev"
@@ -155,7 +155,11 @@ def specs_to_serve(config: Config, given: ServeOptions) -> tuple[list[NetworkSpe
 
 def redis_url(options: ServeOptions, config: Config) -> str | None:
     """The Redis of a deployment: the options' (flag or ``REDIS_URL``), else the config's."""
-    return options.redis_url or config.server.redis_url
+    url = options.redis_url or config.server.redis_url
+    mistake = None if url is None else url_port_error(url, "the Redis URL")
+    if mistake is not None:
+        raise ConfigError(mistake)
+    return url
 
 
 def require_upstreams(specs: Sequence[NetworkSpec], what: str) -> None:

@@ -33,7 +33,7 @@ from broker.compose._networks import (
     require_upstreams,
     specs_to_serve,
 )
-from broker.config import Config, ConfigError, ServerConfig, network_specs
+from broker.config import Config, ConfigError, ServerConfig, network_specs, port_error
 from broker.connections import ConnectionHook
 from broker.console import OperatorConsole, OperatorFeed
 from broker.core import Core
@@ -280,16 +280,25 @@ async def open_broker(
     once each.
 
     ``host`` and ``port`` (0: any free port) override where it listens, else the options' and
-    the config's. A configuration mistake raises :class:`~schemas.errors.ConfigError` (a port
-    that cannot be had, too: the adapters started are closed), inside an exception group when
-    it comes from the serving task."""
+    the config's. A configuration mistake raises :class:`~schemas.errors.ConfigError` itself,
+    not inside an exception group (a port that cannot be had, too: the adapters started are
+    closed): the adapters start and the port is bound before the serving task does."""
     given = options or ServeOptions()
     host = host or given.host or config.server.host
     if port is None:
         port = given.port if given.port is not None else config.server.port
+    mistake = port_error(port, "port")
+    if mistake is not None:
+        raise ConfigError(mistake)
     broker = build_broker(config, given, clock=clock)
+    await broker.start_adapters()  # closes those it started when one fails
+    try:
+        listeners = await broker.listen(host, port)
+    except BaseException:
+        await broker.close_adapters()
+        raise
     async with trio.open_nursery() as nursery:
-        await nursery.start(broker.serve, host, port)
+        await nursery.start(broker.serve, host, port, listeners)
         try:
             yield broker
         finally:

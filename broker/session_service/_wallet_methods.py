@@ -108,6 +108,7 @@ class WalletMethods:
         return ChainSupport(
             methods=self._networks.methods(chain) | served_methods(self._hub, chain),
             notifications=self._networks.notifications(chain),
+            signing=bool(self._held(chain)),
         )
 
     def _held(self, chain: str) -> Sequence[str]:
@@ -140,7 +141,7 @@ class WalletMethods:
         else:
             request = parse_create_session(params, now=self._clock.now())
         try:
-            offer = apply_support(request, self.supported)
+            offer = apply_support(request, self.supported, served=[n.chain for n in self._networks])
             decision = await self._policy.decide_session(identity, offer, self._held)
             session = grant(
                 offer,

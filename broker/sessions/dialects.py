@@ -32,7 +32,7 @@ from broker.sessions.model import (
     is_expired,
     session_changed_params,
 )
-from schemas.caip import ScopeObject, is_chain_id, is_namespace
+from schemas.caip import ScopeObject, is_chain_id, is_namespace, is_reference
 from schemas.errors import InvalidParams, InvalidScopedProperties, InvalidSessionProperties
 from schemas.wallet import CreateSessionParams
 
@@ -60,6 +60,16 @@ def dialect_of(params: CreateSessionParams) -> str:
 
 def _is_account_id(text: str) -> bool:
     return text.count(":") >= 2
+
+
+def _hex_hint(namespace: str, reference: str) -> str:
+    """For an EIP-155 chain id written in hex, the decimal reference CAIP-2 wants."""
+    if namespace == "eip155" and reference.lower().startswith("0x"):
+        try:
+            return f" (eip155 references are decimal: write '{int(reference, 16)}')"
+        except ValueError:
+            return ""
+    return ""
 
 
 def to_legacy(
@@ -95,6 +105,13 @@ def to_legacy(
             if not isinstance(chains, list) or not all(isinstance(c, str) for c in chains):
                 raise InvalidParams(f"scopes[{key!r}]: chains must be an array of references")
             references = [c[len(key) + 1 :] if c.startswith(f"{key}:") else c for c in chains]
+            for reference in references:
+                if not is_reference(reference, key):
+                    # Named as the caller wrote it: `chains`, never the 2022 form's `references`.
+                    raise InvalidParams(
+                        f"scopes[{key!r}]: chains: {reference!r} is not a chain reference of {key}"
+                        + _hex_hint(key, reference)
+                    )
             converted["references"] = references
             chain_keys = tuple(dict.fromkeys(f"{key}:{r}" for r in references))
             layout[key] = chain_keys

@@ -38,6 +38,9 @@ class ChainSupport:
 
     methods: frozenset[str]
     notifications: frozenset[str]
+    #: Whether the wallet holds accounts there: without, no signing method is offered (a 5101
+    #: for them says so).
+    signing: bool = True
 
 
 SupportLookup: TypeAlias = Mapping[str, ChainSupport] | Callable[[str], ChainSupport | None]
@@ -51,11 +54,14 @@ def support_of(supported: SupportLookup, chain: str) -> ChainSupport | None:
     return supported(chain)
 
 
-def apply_support(request: SessionRequest, supported: SupportLookup) -> SessionRequest:
+def apply_support(
+    request: SessionRequest, supported: SupportLookup, *, served: Sequence[str] = ()
+) -> SessionRequest:
     """Cut a request down to what is served: the offer to show the approval policy.
 
     Scopes whose chain nobody serves are dropped; the others keep only the requested methods and
-    notifications that are served there, and all requested accounts.
+    notifications that are served there, and all requested accounts. ``served`` lists the chains
+    served (a mapping ``supported`` lists its own), named in ``data.supported`` of a 5100.
 
     Raises:
         NetworksUnsupported: no requested chain is served (5100).
@@ -74,15 +80,44 @@ def apply_support(request: SessionRequest, supported: SupportLookup) -> SessionR
             methods=tuple(m for m in scope.methods if m in support.methods),
             notifications=tuple(n for n in scope.notifications if n in support.notifications),
         )
+    chains = list(supported) if isinstance(supported, Mapping) else list(served)
     if not request.scopes:
-        raise NetworksUnsupported(data={"reason": "no scope was requested"})
+        reason = _chainless_reason(request.chainless) or "no scope was requested"
+        raise NetworksUnsupported(data={"reason": reason, "supported": chains})
     if not offered:
-        raise NetworksUnsupported(data={"unsupported": list(request.scopes)})
+        raise NetworksUnsupported(data={"unsupported": list(request.scopes), "supported": chains})
     if _any(wanted, "methods") and not _any(offered, "methods"):
-        raise MethodsUnsupported(data={"unsupported": _all(wanted, "methods")})
+        data: dict[str, object] = {"unsupported": _all(wanted, "methods")}
+        unsigned = [c for c in wanted if not _signing(supported, c)]
+        if unsigned:
+            data["reason"] = (
+                f"the wallet holds no signing accounts on {', '.join(unsigned)}, so no signing "
+                "method is offered there (the server's [accounts] configures them)"
+            )
+        raise MethodsUnsupported(data=data)
     if _any(wanted, "notifications") and not _any(offered, "notifications"):
         raise NotificationsNotSupported(data={"unsupported": _all(wanted, "notifications")})
     return msgspec.structs.replace(request, scopes=offered)
+
+
+def _signing(supported: SupportLookup, chain: str) -> bool:
+    support = support_of(supported, chain)
+    return support is not None and support.signing
+
+
+def _chainless_reason(keys: Sequence[str]) -> str | None:
+    """Why scope keys that named no chain gave no scope (None: there were none)."""
+    if not keys:
+        return None
+    hints = [
+        # A bare number is a chain reference without its namespace, not a namespace of that name.
+        f"{key!r} reads as a namespace; a chain is written with one, e.g. 'eip155:{key}'"
+        if key.isdigit()
+        else f"{key!r} is a namespace without references: write '{key}:<reference>' or add "
+        "references"
+        for key in keys
+    ]
+    return "no scope names a chain: " + "; ".join(hints)
 
 
 def _all(scopes: Mapping[str, ScopeObject], field: str) -> list[str]:

@@ -70,6 +70,9 @@ class SessionRequest(msgspec.Struct, frozen=True):
     #: 2025 dialect: each namespace-keyed scope of the request and the chain keys it named, so
     #: that answers keep the request's structure (CAIP-25: respondents must not restructure).
     layout: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    #: Scope keys that named no chain (a namespace key without references, such as a bare
+    #: ``"1337"``): said in the 5100 a request of nothing else gets.
+    chainless: tuple[str, ...] = ()
 
     def requested_addresses(self, chain: str) -> tuple[str, ...]:
         """The addresses the dapp preselected on ``chain`` (EVM ones lowercase)."""

@@ -75,12 +75,14 @@ def _parse(params: CreateSessionParams, now: datetime, names: Mapping[str, str])
     scopes: dict[str, ScopeObject] = {}
     # Keys as requested (`eip155`) and as normalised (`eip155:1`): what scopedProperties may name.
     requested: set[str] = set()
+    chainless: dict[str, None] = {}
     for field, value in present:
         parsed = parse_scopes(value, field=field)
         merge_into(scopes, parsed)
         requested.update(parsed)
         if isinstance(value, dict):  # always, once parse_scopes accepted it
             requested.update(value)
+            chainless.update(dict.fromkeys(k for k in value if k not in parsed and ":" not in k))
     scoped_properties = _scoped_properties(
         params.scopedProperties, requested, names.get("scopedProperties", "scopedProperties")
     )
@@ -92,6 +94,7 @@ def _parse(params: CreateSessionParams, now: datetime, names: Mapping[str, str])
         expiry=expiry,
         global_config=global_config,
         scoped_properties=scoped_properties,
+        chainless=tuple(k for k in chainless if not any(c.startswith(f"{k}:") for c in scopes)),
     )
 
 

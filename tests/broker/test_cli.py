@@ -11,7 +11,7 @@ import trio
 
 from broker import frames
 from broker.cli import build_broker, parser
-from broker.config import Config, ConfigError
+from broker.config import Config, ConfigError, load_config
 from tests.adapters.upstream.e2e import FIXTURES, needs_fixtures
 from tests.support.rawws import RawWebSocket
 
@@ -165,3 +165,49 @@ async def test_a_missing_chain_file_is_one_line(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such.rlp")
     stderr = await mistake("serve", "--port", "0", "--genesis", genesis, "--chain-file", missing)
     assert f"{missing}: No such file or directory".encode() in stderr
+
+
+async def test_a_port_outside_0_to_65535_is_refused_in_one_line(tmp_path: Path) -> None:
+    # 70000 would otherwise be served on 70000 % 65536 = 4464, quietly.
+    for argv in (("serve", "--port", "70000"), ("serve", "--port", "-5")):
+        stderr = await mistake(*argv)
+        assert b"outside the range 0..65535" in stderr, stderr
+    stderr = await mistake("worker", "--metrics-port", "65536")
+    assert b"argument --metrics-port: port 65536 is outside the range 0..65535" in stderr
+    config = tmp_path / "scopecast.toml"
+    config.write_text("[server]\nport = 70000\n")
+    stderr = await mistake("serve", "--config", str(config))
+    assert b"[server] port: port 70000 is outside the range 0..65535" in stderr
+
+
+def test_every_other_port_setting_is_checked(tmp_path: Path) -> None:
+    config = tmp_path / "scopecast.toml"
+    config.write_text('[server]\nredis_url = "redis://:secret@127.0.0.1:99999/0"\n')
+    with pytest.raises(ConfigError, match=r"\[server\] redis_url: the port in") as caught:
+        load_config(config)
+    assert "outside the range 0..65535" in str(caught.value)
+    assert "secret" not in str(caught.value)  # a URL's password never reaches the message
+    upstream = {
+        "chain": "eip155:1",
+        "upstreams": [{"http": "http://127.0.0.1:8545", "ws": "ws://127.0.0.1:123456"}],
+    }
+    args = parser().parse_args(["serve"])
+    with pytest.raises(
+        ConfigError, match=r"ws://127\.0\.0\.1:\.\.\. is outside the range 0\.\.65535"
+    ):
+        build_broker(args, Config(networks={"main": upstream}))
+    args = parser().parse_args(["serve", "--redis-url", "redis://127.0.0.1:65536"])
+    with pytest.raises(
+        ConfigError, match=r"the Redis URL: the port in redis://127\.0\.0\.1:\.\.\."
+    ):
+        build_broker(args, Config())
+
+
+def test_an_enum_setting_names_its_choices(tmp_path: Path) -> None:
+    config = tmp_path / "scopecast.toml"
+    config.write_text('[server]\napproval = "manul"\nlimits_when_redis_down = "open"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert str(caught.value).endswith(
+        "Invalid enum value 'manul' - at `$.server.approval` (choose from 'auto', 'manual')"
+    ), caught.value

@@ -91,3 +91,26 @@ async def test_leaving_open_broker_closes_idle_keep_alive_http_at_once() -> None
         # Left: the idle connection was closed, not waited for.
         assert await idle.receive_some(65536) == b""
         await idle.aclose()
+
+
+async def test_a_busy_port_raises_the_plain_config_error_as_the_readme_says() -> None:
+    """``except ConfigError`` around ``open_broker`` catches it: no exception group around it."""
+    with trio.fail_after(60), trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # pytest.raises matches the exception itself: an ExceptionGroup around it fails here.
+        with pytest.raises(ConfigError) as caught:
+            async with open_broker(Config(), ServeOptions(block_time=0), port=port):
+                raise AssertionError("served on a port that is taken")
+        assert f"cannot listen on 127.0.0.1:{port}: the address is in use" in str(caught.value)
+        # The adapters it started were closed: a second broker starts on a free port.
+        async with open_broker(Config(), ServeOptions(block_time=0), port=0) as broker:
+            assert broker.port not in (None, port)
+
+
+async def test_a_port_outside_the_range_is_refused_before_anything_starts() -> None:
+    for port in (70000, -5):
+        with trio.fail_after(30), pytest.raises(ConfigError, match=r"outside the range 0\.\.65535"):
+            async with open_broker(Config(), ServeOptions(block_time=0), port=port):
+                raise AssertionError(f"served on port {port}")

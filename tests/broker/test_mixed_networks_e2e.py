@@ -77,4 +77,15 @@ async def test_dev_chain_and_upstream_network_in_one_broker() -> None:
                             assert reply["result"]["result"] == expected
                         else:
                             assert reply["result"]["result"].startswith("0x")
+                    # The upstream network holds no keys: a 5101 for signing there says so.
+                    only_signing = {
+                        FIXTURE_CHAIN: {"methods": ["personal_sign"], "notifications": []}
+                    }
+                    refused = await conn.call(
+                        "wallet_createSession", {"optionalScopes": only_signing}
+                    )
+                    assert refused["error"]["code"] == 5101
+                    assert refused["error"]["data"]["reason"].startswith(
+                        f"the wallet holds no signing accounts on {FIXTURE_CHAIN}"
+                    )
             nursery.cancel_scope.cancel()

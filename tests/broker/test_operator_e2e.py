@@ -227,3 +227,12 @@ async def test_answering_a_request_that_is_not_waiting_names_it() -> None:
             await eventually(none_waiting, "the request of the dapp that hung up is dropped")
             reply = await node.admin("admin_approve", {"id": approval["id"]})
             assert "hung up" in reply["error"]["message"]
+
+
+async def test_an_approval_id_may_be_sent_as_a_number() -> None:
+    """admin_listApprovals gives "1"; the operator may type {"id": 1}."""
+    with trio.fail_after(60):
+        async with running_broker(ServeOptions(block_time=0), config=manual()) as node:
+            async with dapp(node.ws_url()) as a:
+                reply = await create_with_operator(node, a, {"id": 1})
+                assert reply["result"]["sessionScopes"][DEV]["accounts"] == [f"{DEV}:{FIRST}"]

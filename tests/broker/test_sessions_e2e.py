@@ -197,6 +197,8 @@ async def test_create_session_errors(node: RunningBroker) -> None:
             for params, code in cases:
                 reply = await a.call("wallet_createSession", params)
                 assert reply["error"]["code"] == code, (params, reply)
+                if code == 5100:  # it says which chains are served
+                    assert DEV in reply["error"]["data"]["supported"]
             # the connection stays usable after every error
             assert await a.result("eth_chainId", []) == "0x539"
 

@@ -4,13 +4,18 @@ session spanning eip155 and Solana, ``multichain_solana.mjs``."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+
 import trio
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from adapters.solana import dev_chain_id
-from tests.interop.nodejs import run_node_script
+from tests.interop.nodejs import INTEROP_DIR, run_node_script
 from tests.support.inprocess import RunningBroker
+from tests.test_docs import ROOT, blocks
 
 ORIGIN = "https://interop.example"
 SCOPE = "eip155:1337"
@@ -80,3 +85,28 @@ async def test_a_session_with_eip155_and_solana_scopes(node: RunningBroker) -> N
     notification = observed["accountNotification"]
     assert notification["scope"] == SOLANA
     assert notification["notification"]["method"] == "accountNotification"
+
+
+async def test_the_readme_transport_connects_the_client(node: RunningBroker) -> None:
+    """README's few lines (a Transport over the global WebSocket) run as written, against this
+    broker instead of port 8545."""
+    readme = [b for b in blocks(ROOT / "README.md") if b.kind == "js"]
+    (snippet,) = [b for b in readme if "scopecastTransport" in b.text]
+    script = INTEROP_DIR / f".readme-transport-{os.getpid()}.mjs"  # beside node_modules
+    script.write_text(snippet.text.replace("127.0.0.1:8545", f"127.0.0.1:{node.port}"))
+    try:
+        with trio.fail_after(30):
+            # Node 20's WebSocket global is behind a flag (a browser and Node 22 have it).
+            done = await trio.run_process(
+                [shutil.which("node") or "node", "--experimental-websocket", script.name],
+                cwd=INTEROP_DIR,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    finally:
+        script.unlink()
+    output = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"'{SCOPE}': {{" in output, output  # the granted scopes, as Node prints objects
+    assert re.search(r"method: 'eth_blockNumber', result: '0x[0-9a-f]+'", output), output

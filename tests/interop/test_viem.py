@@ -37,3 +37,17 @@ async def test_viem_test_and_wallet_clients_as_a_hardhat_user(node: RunningBroke
     assert run.ok, run.explain()
     assert run.report is not None
     assert run.report["checks"] >= 10
+
+
+async def test_viem_signs_what_it_prepares_and_watches_pending_transactions(
+    node: RunningBroker,
+) -> None:
+    """signTransaction(prepareTransactionRequest({to, value})) unmodified, its bytes parsed back
+    and mined; watchPendingTransactions sees it; see ``viem_signing.mjs``."""
+    with trio.fail_after(60):
+        run = await run_node_script(
+            "viem_signing.mjs", {"http": node.http_url(), "ws": node.ws_url()}
+        )
+    assert run.ok, run.explain()
+    assert run.report is not None
+    assert run.report["checks"] >= 10

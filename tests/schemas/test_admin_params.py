@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from schemas.admin import (
@@ -52,3 +53,8 @@ def test_a_mistake_is_invalid_params_naming_the_member(
     with pytest.raises(InvalidParams) as caught:
         decoder.decode(raw)
     assert named in str(caught.value)
+
+
+def test_an_approval_id_may_be_the_number_an_operator_types() -> None:
+    assert reject_params.decode(msgspec.Raw(b'{"id": 2}')).approval_id == "2"
+    assert reject_params.decode(msgspec.Raw(b'{"id": "2"}')).approval_id == "2"

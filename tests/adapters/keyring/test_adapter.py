@@ -29,6 +29,8 @@ async def test_is_an_account_adapter(keyring: KeyringAdapter, scope: str) -> Non
             "personal_sign",
             "eth_signTransaction",
             "eth_signTypedData_v4",
+            "eth_sign",
+            "eth_signTypedData",
             "eth_prepareUserOperation",
             "eth_patchUserOperation",
             "eth_signUserOperation",
@@ -43,8 +45,8 @@ async def test_conformance(keyring: KeyringAdapter) -> None:
 
 
 async def test_unknown_method(keyring: KeyringAdapter, scope: str) -> None:
-    with pytest.raises(MethodNotFound, match="the method eth_sign does not exist/is not available"):
-        keyring.prepare(scope, "eth_sign", [ACCOUNT_0, "0x00"], [ACCOUNT_0])
+    with pytest.raises(MethodNotFound, match="the method eth_foo does not exist/is not available"):
+        keyring.prepare(scope, "eth_foo", [ACCOUNT_0, "0x00"], [ACCOUNT_0])
 
 
 async def test_chain_not_served(keyring: KeyringAdapter) -> None:
@@ -67,7 +69,7 @@ async def test_execute_only_takes_its_own_requests(
     with pytest.raises(InternalError):
         await keyring.execute(forged, read)
     with pytest.raises(MethodNotFound):
-        await keyring.execute(SigningRequest(scope, "eth_sign", ACCOUNT_0, {}, None), read)
+        await keyring.execute(SigningRequest(scope, "eth_foo", ACCOUNT_0, {}, None), read)
 
 
 async def test_no_signing_request_carries_key_material(

@@ -92,3 +92,41 @@ async def test_malformed_params(
         keyring.prepare(scope, "personal_sign", params, [ACCOUNT_0])
     assert caught.value.code == -32602
     assert caught.value.message == message
+
+
+async def test_eth_sign_is_personal_sign_with_the_params_reversed(
+    keyring: KeyringAdapter, scope: str, read: ChainReader
+) -> None:
+    """geth's eth_sign: [address, data], the personal-message prefix over the data."""
+    data = "0x" + b"Sign in to example.org".hex()
+    request = keyring.prepare(scope, "eth_sign", [CHECKSUMMED_0, data], [ACCOUNT_0])
+    assert request.summary == {
+        "account": ACCOUNT_0,
+        "message": "Sign in to example.org",
+        "encoding": "utf-8",
+    }
+    signature = await keyring.execute(request, read)
+    assert signature == await sign(keyring, scope, read, [data, ACCOUNT_0])
+    recovered = Account.recover_message(encode_defunct(hexstr=data), signature=signature)
+    assert recovered.lower() == ACCOUNT_0
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (["0x68656c6c6f", ACCOUNT_0], "invalid argument 0: want a 0x-prefixed 20-byte hex address"),
+        ([ACCOUNT_0, "hello"], "invalid argument 1: want 0x-prefixed hex data"),
+        ([ACCOUNT_0], "missing value for required argument 1"),
+    ],
+)
+async def test_eth_sign_wants_an_address_then_hex_data(
+    keyring: KeyringAdapter, scope: str, params: list[object], message: str
+) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        keyring.prepare(scope, "eth_sign", params, [ACCOUNT_0])
+    assert caught.value.message.startswith(message)
+
+
+async def test_eth_sign_for_an_account_not_permitted(keyring: KeyringAdapter, scope: str) -> None:
+    with pytest.raises(Unauthorized):
+        keyring.prepare(scope, "eth_sign", [ACCOUNT_1, "0x00"], [ACCOUNT_0])

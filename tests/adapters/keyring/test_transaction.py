@@ -137,8 +137,26 @@ async def test_other_account_is_unauthorized(
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"chainId": ...}, "invalid argument 0: missing field `chainId`"),
-        ({"to": ...}, "invalid argument 0: missing field `to`"),
+        (
+            {"to": ...},
+            "invalid argument 0: field `data`: a contract creation (no `to`) needs init code",
+        ),
+        ({"nonce": ...}, "invalid argument 0: missing field `nonce`"),
+        ({"from": ...}, "invalid argument 0: missing field `from`"),
+        (
+            {"data": "0x01", "input": "0x02"},
+            "invalid argument 0: field `data`: data and input differ; send one of them",
+        ),
+        (
+            {"type": ..., "maxFeePerGas": ..., "maxPriorityFeePerGas": ...},
+            "invalid argument 0: field `gasPrice`: missing gasPrice, or maxFeePerGas and "
+            "maxPriorityFeePerGas",
+        ),
+        ({"type": 3}, "invalid argument 0: field `type`: unsupported type 3; want 0x0, 0x1 or 0x2"),
+        (
+            {"chainId": "0x53g"},
+            "invalid argument 0: field `chainId`: want a 0x-prefixed hex quantity",
+        ),
         (
             {"gas": "0x5209"},
             "invalid argument 0: field `gas`: gas and gasLimit differ; send one of them",
@@ -152,7 +170,18 @@ async def test_other_account_is_unauthorized(
             "invalid argument 0: field `gas`: want a 0x-prefixed hex quantity",
         ),
         ({"gasLimit": ..., "gass": "0x5208"}, "invalid argument 0: unknown field `gass`"),
-        ({"nonce": 1}, "invalid argument 0: field `nonce`: expected `str`, got `int`"),
+        (
+            {"nonce": -1},
+            "invalid argument 0: field `nonce`: want a quantity between 0 and 2**256 - 1",
+        ),
+        (
+            {"nonce": 1.5},
+            "invalid argument 0: field `nonce`: expected `int | str`, got `float`",
+        ),
+        (
+            {"value": True},
+            "invalid argument 0: field `value`: expected `int | str`, got `bool`",
+        ),
         ({"nonce": "0x"}, "invalid argument 0: field `nonce`: want a 0x-prefixed hex quantity"),
         ({"value": "1000"}, "invalid argument 0: field `value`: want a 0x-prefixed hex quantity"),
         (
@@ -195,7 +224,7 @@ async def test_other_account_is_unauthorized(
         ),
         (
             {"to": None, "data": "0x"},
-            "invalid argument 0: field `data`: a contract creation needs init code",
+            "invalid argument 0: field `data`: a contract creation (no `to`) needs init code",
         ),
     ],
 )
@@ -230,3 +259,72 @@ async def test_gas_is_accepted_for_gas_limit_as_wallets_send_it(
     )
     assert with_gas.payload == with_limit.payload
     assert with_gas.summary["gasLimit"] == 21_000
+
+
+async def test_what_web3py_sends_is_signed_as_type_2(
+    keyring: KeyringAdapter, scope: str, read: ChainReader, tester: EthereumTester
+) -> None:
+    """No ``type``, no ``data``, ``gas`` and JSON numbers: as geth and anvil take it."""
+    tx = {
+        "from": ACCOUNT_0,
+        "to": ACCOUNT_1,
+        "value": 10**15,
+        "gas": 21_000,
+        "maxFeePerGas": 3 * GWEI,
+        "maxPriorityFeePerGas": GWEI,
+        "nonce": tester.get_nonce(ACCOUNT_0),
+        "chainId": evm.chain_id_of(tester),
+    }
+    sent = await sign_and_send(keyring, scope, read, tester, tx)
+    assert sent["result"]["raw"].startswith("0x02")
+    assert sent["mined"]["value"] == 10**15
+    assert sent["mined"]["data"] == "0x"
+    assert sent["mined"]["max_fee_per_gas"] == 3 * GWEI
+
+
+@pytest.mark.parametrize(
+    ("fields", "prefix"),
+    [
+        ({"maxFeePerGas": ..., "maxPriorityFeePerGas": ..., "gasPrice": hex(2 * GWEI)}, "0xf8"),
+        (
+            {
+                "maxFeePerGas": ...,
+                "maxPriorityFeePerGas": ...,
+                "gasPrice": hex(2 * GWEI),
+                "gasLimit": hex(30_000),
+                "accessList": [],
+            },
+            "0x01",
+        ),
+        ({}, "0x02"),
+    ],
+)
+async def test_type_is_inferred_from_the_fee_fields(
+    keyring: KeyringAdapter,
+    scope: str,
+    read: ChainReader,
+    tester: EthereumTester,
+    fields: dict[str, Any],
+    prefix: str,
+) -> None:
+    tx = transaction(tester, type=..., data=..., **fields)
+    sent = await sign_and_send(keyring, scope, read, tester, tx)
+    assert sent["result"]["raw"].startswith(prefix)  # an RLP list (legacy) or the type byte
+
+
+async def test_input_is_data_and_chain_id_defaults_to_the_scope(
+    keyring: KeyringAdapter, scope: str, read: ChainReader, tester: EthereumTester
+) -> None:
+    code = evm.deployment(bytes.fromhex("600160005260206000f3"))
+    tx = transaction(
+        tester,
+        to=...,
+        data=...,
+        chainId=...,
+        value=...,
+        input="0x" + code.hex(),
+        gasLimit=hex(100_000),
+    )
+    sent = await sign_and_send(keyring, scope, read, tester, tx)
+    assert sent["summary"]["contractCreation"] is True
+    assert sent["summary"]["chainId"] == evm.chain_id_of(tester)

@@ -216,6 +216,13 @@ def test_mixing_the_dialects_is_32602_naming_the_conflict(params: Any, named: st
             "chains must be an array",
         ),
         (
+            # about `chains`, as written: never the 2022 form's `references`
+            {"scopes": {"eip155": {"chains": ["0x539"], "methods": [], "notifications": []}}},
+            -32602,
+            "scopes['eip155']: chains: '0x539' is not a chain reference of eip155 (eip155 "
+            "references are decimal: write '1337')",
+        ),
+        (
             {"scopes": {"eip155:1": {"methods": "x", "notifications": []}}},
             -32602,
             "scopes['eip155:1']: methods must be an array",

@@ -32,6 +32,8 @@ from schemas.errors import (
 
 from .helpers import ADDRESS, ADDRESS_LOWER, DEV, NOW, OTHER_ADDRESS, SUPPORTED, scope
 
+SERVED = list(SUPPORTED)
+
 
 def request_of(params: dict[str, Any]) -> SessionRequest:
     return parse_create_session(params, now=NOW)
@@ -351,11 +353,27 @@ def test_create_session_result_on_the_wire() -> None:
 @pytest.mark.parametrize(
     ("params", "data"),
     [
-        ({}, {"reason": "no scope was requested"}),
-        ({"optionalScopes": {"eip155": DEV_SCOPE}}, {"reason": "no scope was requested"}),
+        ({}, {"reason": "no scope was requested", "supported": SERVED}),
+        (
+            {"optionalScopes": {"eip155": DEV_SCOPE}},
+            {
+                "reason": "no scope names a chain: 'eip155' is a namespace without references: "
+                "write 'eip155:<reference>' or add references",
+                "supported": SERVED,
+            },
+        ),
+        (
+            # a bare reference, as dapps write chain ids, is not mistaken for "nothing requested"
+            {"optionalScopes": {"1337": DEV_SCOPE}},
+            {
+                "reason": "no scope names a chain: '1337' reads as a namespace; a chain is "
+                "written with one, e.g. 'eip155:1337'",
+                "supported": SERVED,
+            },
+        ),
         (
             {"optionalScopes": {"eip155:5": DEV_SCOPE, "eip155:7": DEV_SCOPE}},
-            {"unsupported": ["eip155:5", "eip155:7"]},
+            {"unsupported": ["eip155:5", "eip155:7"], "supported": SERVED},
         ),
         (
             {"optionalScopes": {"eip155:1": {"methods": ["x", "y"], "notifications": []}}},
@@ -373,3 +391,30 @@ def test_unsupported_requests_say_what_is_not_served_in_data(
     with pytest.raises(RpcError) as caught:
         apply_support(request_of(params), SUPPORTED)
     assert caught.value.data == data
+
+
+def test_a_5101_on_a_chain_without_signing_accounts_says_so() -> None:
+    """A web process on upstream networks holds no keys unless [accounts] gives some."""
+    keyless = {
+        "eip155:1": ChainSupport(
+            methods=frozenset({"eth_call"}), notifications=frozenset(), signing=False
+        )
+    }
+    request = request_of(
+        {"optionalScopes": {"eip155:1": {"methods": ["personal_sign"], "notifications": []}}}
+    )
+    with pytest.raises(RpcError) as caught:
+        apply_support(request, keyless)
+    assert caught.value.code == 5101
+    assert caught.value.data == {
+        "unsupported": ["personal_sign"],
+        "reason": "the wallet holds no signing accounts on eip155:1, so no signing method is "
+        "offered there (the server's [accounts] configures them)",
+    }
+
+
+def test_a_5100_names_the_chains_served_by_a_lookup_function() -> None:
+    request = request_of({"optionalScopes": {"eip155:5": DEV_SCOPE}})
+    with pytest.raises(RpcError) as caught:
+        apply_support(request, SUPPORTED.get, served=["eip155:1337"])
+    assert caught.value.data == {"unsupported": ["eip155:5"], "supported": ["eip155:1337"]}
