@@ -127,8 +127,9 @@ class WebSocketConnection:
         return f"<WebSocketConnection #{self.id} {self.context.api_key[:4]}… {self.context.origin}>"
 
     def _name(self) -> str:
-        """The connection in a log line: its number and network (no part of its key)."""
-        return f"connection #{self.id} (network {self.context.network.name})"
+        """The connection in a log line: its number, network and adapter (no part of its key)."""
+        network = self.context.network
+        return f"connection #{self.id} (network {network.name}, adapter {adapter_name(network.adapter)})"
 
     # -- the connection's tasks -----------------------------------------------------------------
 
