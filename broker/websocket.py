@@ -76,14 +76,13 @@ class WebSocketConnection:
     __slots__ = (
         "_calls",
         "_dispatcher",
-        "_idle",
         "_nursery",
         "_on_slow_consumer",
         "_queued",
-        "_reader_done",
         "_settle",
         "_state",
         "_stream",
+        "_wake",
         "context",
         "id",
         "outbox",
@@ -108,8 +107,9 @@ class WebSocketConnection:
         self.protocol = WebSocketProtocol(limits.ws_message, max_inflight=limits.max_inflight)
         self._queued: deque[tuple[bytes, trio.CancelScope]] | None = None
         self._calls: set[trio.CancelScope] | None = None
-        self._idle: trio.Event | None = None
-        self._reader_done: trio.Event | None = None
+        # What a task of this connection waits on (its calls to end, its reader to end), made
+        # when one waits: one slot for every wait, as each waiter checks again what it awaits.
+        self._wake: trio.Event | None = None
         self._state: dict[str, object] | None = None
         self._on_slow_consumer = on_slow_consumer
         self._settle = settle
@@ -218,9 +218,8 @@ class WebSocketConnection:
             # (the reader drops what it sends meanwhile). Closing with its bytes unread would
             # reset the connection, and a reset can destroy our close frame in the peer's
             # buffers before the peer reads it (with its reason: the resume cursor).
-            if not protocol.peer_closed and protocol.state is not CLOSED:
-                self._reader_done = trio.Event()
-                await self._reader_done.wait()
+            while not protocol.peer_closed and protocol.state is not CLOSED:
+                await self._woken()
         # Closing the socket wakes the reader (a cancel scope per connection would cost more).
         self.outbox.stop()
         self._stream.socket.close()
@@ -264,8 +263,7 @@ class WebSocketConnection:
         finally:
             protocol.ended()
             self.outbox.stop()
-            if self._reader_done is not None:
-                self._reader_done.set()
+            self._wake_up()
             await self._end_calls()
 
     async def _end_calls(self) -> None:
@@ -279,9 +277,7 @@ class WebSocketConnection:
         # the connection instead of outliving it).
         with trio.CancelScope(shield=True), trio.move_on_after(_CALLS_GRACE):
             while self.protocol.inflight:
-                if self._idle is None or self._idle.is_set():
-                    self._idle = trio.Event()
-                await self._idle.wait()
+                await self._woken()
         if self.protocol.inflight:
             log.warning("%s: a call ignored its cancellation for %g s", self._name(), _CALLS_GRACE)
 
@@ -349,8 +345,8 @@ class WebSocketConnection:
             idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)
-        if idle and self._idle is not None:
-            self._idle.set()
+        if idle:
+            self._wake_up()
 
     def _internal_error(self, payload: bytes) -> bytes | None:
         """The -32603 answer to the call in ``payload`` (None for a notification), naming the
@@ -368,5 +364,15 @@ class WebSocketConnection:
         if self.protocol.state is not OPEN:
             return  # draining or ending already
         if self.protocol.drain():
-            self._idle = trio.Event()
-            await self._idle.wait()
+            while self.protocol.inflight:
+                await self._woken()
+
+    async def _woken(self) -> None:
+        """Wait until a call ends with none left, or the reader ends."""
+        if self._wake is None or self._wake.is_set():
+            self._wake = trio.Event()  # whoever waited on the one set has been woken already
+        await self._wake.wait()
+
+    def _wake_up(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
