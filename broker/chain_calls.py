@@ -3,14 +3,17 @@ identical concurrent calls coalesced into one (the I/O shell of :mod:`broker.res
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 from msgspec import Raw
 
 from adapters.base import CacheEpoch, ChainAdapter, Lifetime
+from broker.plugin_calls import call_adapter
 from broker.response_cache import HeadEpochs, Key, ResponseStore
-from schemas.jsonrpc import encode
+
+if TYPE_CHECKING:
+    from broker.networks import Network
 
 
 class CachedChainCalls:
@@ -43,11 +46,14 @@ class CachedChainCalls:
         if self.store is not None:
             self.store.count_hits(hits)
 
-    async def call(self, adapter: ChainAdapter, chain: str, method: str, params: Raw) -> Any:
+    async def call(self, network: Network, method: str, params: Raw) -> Raw:
+        """``network``'s answer to ``method`` (checked JSON, :func:`call_adapter`), from the
+        store while it holds a true one."""
+        adapter, chain = network.adapter, network.chain
         store = self.store
         epoch = self._epoch(adapter, chain) if store is not None else None
         if store is None or epoch is None:
-            return await adapter.call(chain, method, params)
+            return await call_adapter(network, method, params)
         raw = bytes(params)
         key = (chain, method, raw)
         # A stored answer carries its own lifetime: the adapter is asked only on a miss.
@@ -56,7 +62,7 @@ class CachedChainCalls:
             return Raw(hit)
         lifetime = adapter.answer_lifetime(chain, method, raw, epoch.head)
         if lifetime is Lifetime.NEVER:  # never coalesced either: sends must all reach the chain
-            return await adapter.call(chain, method, params)
+            return await call_adapter(network, method, params)
         while (pending := self._inflight.get(key)) is not None:
             await pending.wait()  # the same call is under way: take its answer when it lands
             epoch = self._epoch(adapter, chain) or epoch
@@ -65,8 +71,7 @@ class CachedChainCalls:
                 return Raw(hit)
         done = self._inflight[key] = trio.Event()
         try:
-            result = await adapter.call(chain, method, params)
-            encoded = bytes(result) if isinstance(result, Raw) else encode(result)
+            encoded = bytes(await call_adapter(network, method, params))
             store.put(key, encoded, adapter.answer_kept(chain, lifetime, encoded), epoch)
             return Raw(encoded)
         finally:

@@ -34,6 +34,7 @@ Shape (every key optional but ``chain`` of a network)::
     [networks.mainnet]
     chain = "eip155:1"
     default = true
+    call_timeout = 60           # seconds a call to the chain adapter may take (then -32603)
     upstreams = [{ http = "https://node-a.example/rpc", ws = "wss://node-a.example/ws" }]
 
     [networks.dev]
@@ -47,8 +48,9 @@ Shape (every key optional but ``chain`` of a network)::
     count = 10
     [accounts.userop]           # ERC-4337 settings (entry_point, factory, bundler_url, paymaster...)
 
-Every key of a network table other than ``chain``, ``default`` and ``adapter`` is passed to the
-adapter as its options; an adapter decodes and validates its own options.
+Every key of a network table other than ``chain``, ``default``, ``adapter`` and ``call_timeout``
+(the broker's, read by :func:`broker.compose.build_network`) is passed to the adapter as its
+options; an adapter decodes and validates its own options.
 """
 
 from __future__ import annotations

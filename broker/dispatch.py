@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import Raw
 
-from adapters.base import NOT_NOW
 from broker.chain_calls import CachedChainCalls
 from broker.networks import Network, Networks
+from broker.plugin_calls import call_adapter, call_adapter_now, is_fatal
 from broker.response_cache import Recent, RecentBodies
 from schemas.errors import InternalError, MethodNotFound, RpcError
 from schemas.jsonrpc import (
@@ -35,7 +35,7 @@ from schemas.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from adapters.base import AccountAdapter, CacheEpoch, ChainAdapter
+    from adapters.base import AccountAdapter, CacheEpoch
     from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -176,12 +176,15 @@ class Dispatcher:
         call = decode_call(data)
         if call is None:
             return self._handle_message(data, ctx)
-        if served is not None and call.id is not None and call.method not in self._handlers:
-            adapter = served.adapter
-            if call.method in adapter.methods(chain):
-                answered = self._reply_now(call, call.id, adapter, chain)
-                if answered is not None:
-                    return answered
+        if (
+            served is not None
+            and call.id is not None
+            and call.method not in self._handlers
+            and call.method in served.adapter.methods(chain)
+        ):
+            answered = self._reply_now(call, call.id, served)
+            if answered is not None:
+                return answered
         return self._reply(call, ctx)
 
     def _answer_batch(
@@ -212,26 +215,20 @@ class Dispatcher:
             self._metrics.observe_request(method, each, None)
         return reply
 
-    def _reply_now(
-        self, call: Call, raw_id: bytes, adapter: ChainAdapter, chain: str
-    ) -> bytes | None:
-        """The reply to ``call`` if ``adapter`` answers it without waiting; None otherwise."""
+    def _reply_now(self, call: Call, raw_id: bytes, network: Network) -> bytes | None:
+        """The reply to ``call`` if ``network``'s adapter answers it without waiting; None
+        otherwise."""
         started = time.perf_counter()
         method = call.method
         try:
-            result = adapter.call_now(chain, method, call.params)
+            result = call_adapter_now(network, method, call.params)
         except RpcError as exc:
             self._metrics.observe_request(method, time.perf_counter() - started, exc)
             return error_bytes(raw_id, exc)
-        except Exception:
-            log.exception("%s failed", method)
-            error = InternalError()
-            self._metrics.observe_request(method, time.perf_counter() - started, error)
-            return error_bytes(raw_id, error)
-        if result is NOT_NOW:
+        if result is None:
             return None
         self._metrics.observe_request(method, time.perf_counter() - started, None)
-        return result_bytes(raw_id, result)
+        return encoded_result_bytes(raw_id, result)
 
     def handle(self, data: bytes, ctx: CallContext) -> Awaitable[bytes | None]:
         """The reply to one frame or body (awaited); None when nothing is to be sent
@@ -288,22 +285,27 @@ class Dispatcher:
                 if network is not None and method in network.adapter.methods(chain):
                     cache = self.cache
                     if cache.epoch_now(network.adapter, chain) is None:  # nothing cached here
-                        result = await network.adapter.call(chain, method, item.params)
+                        result = await call_adapter(network, method, item.params)
                     else:
-                        result = await cache.call(network.adapter, chain, method, item.params)
+                        result = await cache.call(network, method, item.params)
                 else:
                     result = await self._call_fallbacks(ctx, chain, method, item.params)
+            reply = None if item.id is None else result_bytes(item.id, result)
         except RpcError as exc:
             error = exc
-        except Exception:
-            log.exception("%s failed", method)
-            error = InternalError()
+        except BaseException as exc:
+            # A broker handler's fault (or an account adapter's, through a fallback), or a
+            # result it returned that does not encode: this call's error, nobody else's.
+            if is_fatal(exc):
+                raise
+            log.exception("%s failed (network %s)", method, ctx.network.name)
+            error = InternalError(f"internal error ({method})")
         self._metrics.observe_request(method, time.perf_counter() - started, error)
         if item.id is None:
             return None
         if error is not None:
             return error_bytes(item.id, error)
-        return result_bytes(item.id, result)
+        return reply
 
     async def call(self, ctx: CallContext, method: str, params: Raw) -> Any:
         """Run one call and return its result (raises ``RpcError``)."""
@@ -320,7 +322,7 @@ class Dispatcher:
         """Run a chain method on ``chain``: its chain adapter, then the fallbacks."""
         network = self._networks.by_chain(chain)
         if network is not None and method in network.adapter.methods(chain):
-            return await self.cache.call(network.adapter, chain, method, params)
+            return await self.cache.call(network, method, params)
         return await self._call_fallbacks(ctx, chain, method, params)
 
     async def _call_fallbacks(self, ctx: CallContext, chain: str, method: str, params: Raw) -> Any:

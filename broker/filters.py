@@ -9,6 +9,7 @@ import msgspec
 
 from adapters.evm.filters import GetLogs
 from broker.networks import Networks
+from broker.plugin_calls import call_adapter
 from schemas.errors import ServerError
 
 
@@ -19,8 +20,6 @@ def adapters_get_logs(networks: Networks) -> GetLogs:
         network = networks.by_chain(chain)
         if network is None:
             raise ServerError(f"no network serves {chain}")
-        return await network.adapter.call(
-            chain, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec]))
-        )
+        return await call_adapter(network, "eth_getLogs", msgspec.Raw(msgspec.json.encode([spec])))
 
     return get_logs

@@ -18,6 +18,9 @@ class Network:
     #: Whether account methods may be called directly (outside a session) on this network: the
     #: embedded dev chain allows it, as a dev node would; real networks never do.
     direct_signing: bool = False
+    #: Seconds a call to the adapter may take before it is cancelled (-32603): the network's
+    #: ``call_timeout`` setting.
+    call_timeout: float = 60.0
 
 
 class Networks:

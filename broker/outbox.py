@@ -18,14 +18,21 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from itertools import islice
-from typing import Final
+from typing import Any, Final, Protocol
 
 import trio
 
 DEFAULT_LIMIT: Final = 4 * 1024 * 1024
 _IOV_BATCH: Final = 512  # below IOV_MAX (1024 on Linux)
+
+
+class TaskStarter(Protocol):
+    """Where the flusher runs: a nursery, or a connection that runs its tasks in one behind its
+    own exception boundary."""
+
+    def start_soon(self, async_fn: Callable[[], Awaitable[Any]]) -> None: ...
 
 
 class Outbox:
@@ -54,7 +61,7 @@ class Outbox:
     def __init__(
         self,
         sock: trio.socket.SocketType,
-        nursery: trio.Nursery,
+        nursery: TaskStarter,
         *,
         limit: int = DEFAULT_LIMIT,
         overflow_frame: bytes = b"",

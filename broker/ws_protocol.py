@@ -13,9 +13,11 @@ Its states, and what each allows:
 
 ========== ===================================================================================
 OPEN       everything: bytes are read, calls counted in, pings sent
-DRAINING   a graceful stop: bytes are read and discarded, the calls under way finish
-CLOSING    our close frame (or the slow-consumer one) is queued; the shell closes the socket by
-           :attr:`~WebSocketProtocol.close_deadline`
+DRAINING   a graceful stop: bytes are read and discarded (but the peer's close frame), the
+           calls under way finish
+CLOSING    our close frame (or the slow-consumer one) is queued; bytes are parsed only for the
+           peer's close frame (:meth:`~WebSocketProtocol.discard_data`), after which (or by
+           :attr:`~WebSocketProtocol.close_deadline`) the shell closes the socket
 CLOSED     the socket is gone
 ========== ===================================================================================
 
@@ -224,6 +226,24 @@ class WebSocketProtocol:
         fragments.clear()
         self._fragment_size = 0
         return Message(payload)
+
+    @property
+    def peer_closed(self) -> bool:
+        """Whether the peer's close frame has come (or the peer broke the rules)."""
+        return self._peer_closed
+
+    def discard_data(self, data: bytes) -> bool:
+        """Outside OPEN (draining, or after our close frame): parse what the peer still sends
+        only to find its close frame (RFC 6455 7.1.1), dropping the rest. True once it has come
+        (or the peer broke the rules: nothing more is worth reading)."""
+        if self._peer_closed:
+            return True
+        self._parser.receive_data(data)
+        for event in self._parser.events():
+            if isinstance(event, wse.CloseConnection):
+                self._peer_closed = True
+                break
+        return self._peer_closed
 
     # -- calls --------------------------------------------------------------------------------
 

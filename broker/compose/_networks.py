@@ -5,8 +5,9 @@ this module names no adapter but the account adapter's default, the keyring."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +17,8 @@ from broker.config import Config, ConfigError, network_specs, url_port_error
 from broker.networks import Network
 
 DEV_ADMIN_TOKEN = "dev"
+#: Seconds a chain adapter's call may take (a network's ``call_timeout``, README "Configuration").
+DEFAULT_CALL_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +87,15 @@ def dev_networks(given: ServeOptions) -> list[NetworkSpec]:
 
 
 def build_network(spec: NetworkSpec) -> Network:
-    """Build the chain adapter a network spec names."""
+    """Build the chain adapter a network spec names (its options but the broker's own,
+    ``call_timeout``, are the adapter's)."""
+    options = dict(spec.options)
+    call_timeout = options.pop("call_timeout", DEFAULT_CALL_TIMEOUT)
+    if isinstance(call_timeout, bool) or not isinstance(call_timeout, int | float):
+        raise ConfigError(f"networks.{spec.name}: `call_timeout` must be a number of seconds")
+    if not 0 < call_timeout < math.inf:
+        raise ConfigError(f"networks.{spec.name}: `call_timeout` must be above 0 (seconds)")
+    spec = replace(spec, options=options)
     try:
         cls = load(spec.adapter)
     except AdapterNotFound as exc:
@@ -97,7 +108,13 @@ def build_network(spec: NetworkSpec) -> Network:
         raise
     except ValueError as exc:  # the SDK's contract for bad options (ConfigError passes as is)
         raise ConfigError(f"networks.{spec.name} ({spec.adapter} adapter): {exc}") from None
-    return Network(spec.name, spec.chain, adapter, direct_signing=cls.embedded)
+    return Network(
+        spec.name,
+        spec.chain,
+        adapter,
+        direct_signing=cls.embedded,
+        call_timeout=float(call_timeout),
+    )
 
 
 def build_accounts(

@@ -206,6 +206,25 @@ def test_a_close_gives_its_frame_once_and_a_deadline_for_the_socket() -> None:
     assert machine.heartbeat(40.0, 70.0) is None  # no ping timeout after our close
 
 
+def test_after_our_close_only_the_peers_close_frame_counts_even_split_across_reads() -> None:
+    machine, client = server(), Client()
+    machine.close(frames.CLOSE_SERVICE_RESTART, "cursor", now=0.0)
+    late = client.send(wse.TextMessage("a request the client sent before it read our close"))
+    assert machine.discard_data(late) is False
+    assert not machine.peer_closed
+    answer = client.send(wse.CloseConnection(code=1012))
+    assert machine.discard_data(answer[:1]) is False  # half a frame: not yet
+    assert machine.discard_data(answer[1:]) is True
+    assert machine.peer_closed
+    assert machine.discard_data(b"anything after it") is True
+
+
+def test_garbage_after_our_close_ends_the_wait_for_the_peers_close() -> None:
+    machine = server()
+    machine.close(frames.CLOSE_NORMAL, "", now=0.0)
+    assert machine.discard_data(b"\xff" * 16) is True  # a protocol error: nothing worth reading
+
+
 def test_a_slow_consumer_begins_the_close_with_4008_or_takes_over_one_begun() -> None:
     fresh, closing, ended = server(), server(), server()
     assert fresh.overflowed(now=1.0) is True
