@@ -37,7 +37,7 @@ from broker.http_reactor import HttpReactor
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.routing import Endpoint, route
 from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
-from schemas.errors import ConfigError, ServerError, Unauthenticated
+from schemas.errors import ConfigError, InternalError, ServerError, Unauthenticated
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
@@ -247,6 +247,8 @@ class Broker:
                 body_timeout=self.limits.http_body_timeout,
                 respond_now=None if respond is not None else self.respond_now,
                 reactor=self.http_reactor,
+                write_timeout=self.limits.http_write_timeout,
+                fault=self._http_fault,
             )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
@@ -282,6 +284,22 @@ class Broker:
             return self.respond(request)
         assert isinstance(context, CallContext)
         return self.dispatcher.answer(request.body, context)
+
+    def _http_fault(self, request: HttpRequest, error: Exception) -> HttpResponse:
+        """The answer to an HTTP request whose answering raised (a plug-in's result that cannot
+        be encoded, a bug): -32603 naming the network and its adapter when the path names one,
+        logged once with them (never the path: it holds the API key)."""
+        target = route(request.target)
+        network = None if target is None else self.networks.by_name(target.network)
+        if network is None or target is None or target.endpoint is not Endpoint.RPC:
+            log.error("HTTP request failed", exc_info=error)
+            return json_error(500, InternalError())
+        adapter = getattr(type(network.adapter), "name", type(network.adapter).__name__)
+        log.error(
+            "HTTP request on network %s (adapter %s) failed", network.name, adapter, exc_info=error
+        )
+        message = f"internal error in the {adapter} adapter (network {network.name})"
+        return json_error(500, InternalError(message))
 
     def _plain_rpc(self, request: HttpRequest) -> CallContext | None:
         """The call context of a well-formed JSON-RPC POST whose key has no access rules (shared

@@ -6,12 +6,18 @@ when the kernel buffer is full), which keeps the per-request path short.
 
 Keep-alive is supported; a connection that sends no request head within ``IDLE_TIMEOUT`` is closed.
 A request body over the limit gets 413 before it is read; a body not received in full within its
-deadline gets 408; either closes the connection. ``Content-Type`` checks are the responder's.
+deadline gets 408; either closes the connection. A reply the client does not read within the write
+deadline is dropped with its connection. ``Content-Type`` checks are the responder's.
+
+A connection is a failure domain: a responder that raises while answering a request gets that
+request answered by the ``fault`` handler (-32603; it logs the error once), then the connection
+closes; nothing raised on one connection's behalf reaches the server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 from collections.abc import Awaitable, Callable
@@ -37,11 +43,16 @@ from broker.http_protocol import (
 from broker.http_protocol import (
     HttpResponse as HttpResponse,
 )
-from broker.http_reactor import Handback, HttpReactor, Parked
-from schemas.errors import InvalidRequest, RpcError
+from broker.http_reactor import TURN, Handback, HttpReactor, Parked
+from schemas.errors import InternalError, InvalidRequest, RpcError
 from schemas.jsonrpc import NULL_ID, error_bytes
 
+log = logging.getLogger(__name__)
+
 IDLE_TIMEOUT: Final = 75.0
+#: Seconds a reply may take to be written (``[server] write_timeout``): a client that stops
+#: reading is dropped, and the task and the reply it holds are freed.
+WRITE_TIMEOUT: Final = 30.0
 JSON_HEADERS: Final = [(b"content-type", b"application/json")]
 
 
@@ -65,9 +76,20 @@ are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_j
 an empty one (a JSON-RPC notification's)."""
 
 
+Fault = Callable[[HttpRequest, Exception], HttpResponse]
+"""Answers a request whose responder raised (and logs the error, once)."""
+
+
 def json_error(status: int, error: RpcError) -> HttpResponse:
     """A status with a JSON-RPC error body (401 for a missing key, 413, ...)."""
     return HttpResponse(status, error_bytes(NULL_ID, error), JSON_HEADERS)
+
+
+def internal_error(request: HttpRequest, error: Exception) -> HttpResponse:
+    """The default :data:`Fault`: 500 with -32603, the error logged (not the request's target,
+    which holds an API key)."""
+    log.error("HTTP %s request failed", request.method.decode("latin-1"), exc_info=error)
+    return json_error(500, InternalError())
 
 
 def is_websocket_upgrade(request: HttpRequest) -> bool:
@@ -78,9 +100,15 @@ def is_websocket_upgrade(request: HttpRequest) -> bool:
     )
 
 
-async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, written: int) -> None:
-    """Write ``data[written:]``, waiting whenever the kernel's buffer is full."""
+async def _write_rest(
+    sock: trio.socket.SocketType, fd: int, data: bytes, written: int, watch: _Watch, within: float
+) -> None:
+    """Write ``data[written:]``, waiting whenever the kernel's buffer is full, within ``within``
+    seconds (``watch`` closes the socket past it: the client stopped reading). A deadline kept
+    by the connection's watch, not a cancel scope: see :class:`ConnectionDeadlines`."""
     view = memoryview(data)[written:]
+    watch.writing = True
+    watch.deadline = trio.current_time() + within
     while view:
         try:
             written = os.write(fd, view)
@@ -90,15 +118,18 @@ async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, writte
                 raise trio.ClosedResourceError from None
             continue
         view = view[written:]
+    watch.writing = False
 
 
-async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
+async def _write(
+    sock: trio.socket.SocketType, fd: int, data: bytes, watch: _Watch, within: float
+) -> None:
     try:
         written = os.write(fd, data)  # most often all of it, at once
     except BlockingIOError:
         written = 0
     if written != len(data):
-        await _write_rest(sock, fd, data, written)
+        await _write_rest(sock, fd, data, written, watch, within)
 
 
 def _write_nowait(fd: int, data: bytes) -> None:
@@ -128,6 +159,10 @@ class ConnectionDeadlines:
         self.resolution = resolution
         self._watches: set[_Watch] = set()
 
+    def __len__(self) -> int:
+        """The connections watched: every HTTP connection open (not upgraded)."""
+        return len(self._watches)
+
     def watch(self, deadline: float, expire: Callable[[], None]) -> _Watch:
         """Call ``expire`` once ``watch.deadline`` (``deadline`` to start with) has passed."""
         watch = _Watch(deadline, expire)
@@ -149,11 +184,13 @@ class ConnectionDeadlines:
 
 
 class _Watch:
-    __slots__ = ("deadline", "expire")
+    __slots__ = ("deadline", "expire", "writing")
 
     def __init__(self, deadline: float, expire: Callable[[], None]) -> None:
         self.deadline = deadline
         self.expire = expire
+        #: The deadline is the write deadline (a reply is part-way out: no 408 after it).
+        self.writing = False
 
 
 async def handle_http(
@@ -165,6 +202,8 @@ async def handle_http(
     body_timeout: float,
     respond_now: FastResponder | None = None,
     reactor: HttpReactor | None = None,
+    write_timeout: float = WRITE_TIMEOUT,
+    fault: Fault = internal_error,
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -175,6 +214,8 @@ async def handle_http(
     ``respond_now``, when given, answers plain requests instead of ``respond``; with a
     ``reactor`` too, the connection is parked there whenever its next request has not arrived
     (:mod:`broker.http_reactor`), and answered there while the answers come at once.
+    A reply not written within ``write_timeout`` seconds ends the connection. A request whose
+    responder raises is answered by ``fault``, and the connection closes.
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -183,7 +224,7 @@ async def handle_http(
     def expire() -> None:
         if parked is not None and reactor is not None and reactor.parked(parked):
             reactor.hand_back(parked, Handback(error=trio.ClosedResourceError()))
-        if conn.headers_complete:
+        if conn.headers_complete and not watch.writing:
             timeout = json_error(
                 408, InvalidRequest(f"request body not received within {body_timeout:g} s")
             )
@@ -199,17 +240,21 @@ async def handle_http(
     )
     handback: Handback | None = None
     in_body = False
+    in_a_row = 0  # requests answered since this task last let the others run
     checkpoint = trio.lowlevel.checkpoint
     try:
         while True:
             pending = None
+            failed: Exception | None = None
             if handback is None:
                 event = conn.next_event()
             else:  # what the reactor stopped at
                 if handback.error is not None:
-                    raise handback.error
+                    if not isinstance(handback.event, RequestReceived):
+                        raise handback.error
+                    failed = handback.error  # raised while answering the request: answered below
                 if handback.unsent:
-                    await _write_rest(sock, fd, handback.unsent, 0)
+                    await _write_rest(sock, fd, handback.unsent, 0, watch, write_timeout)
                     watch.deadline = trio.current_time() + IDLE_TIMEOUT
                     event = conn.next_event()
                 else:
@@ -223,17 +268,23 @@ async def handle_http(
             ):
                 request = event.request
                 watch.deadline = math.inf  # answering is bounded by the methods' own limits
-                if pending is not None:  # the reactor's call of respond_now
-                    answer: HttpResponse | Upgrade | bytes | None = await pending
-                elif respond_now is None:
-                    answer = await respond(request)
-                else:
-                    now = respond_now(request)
-                    answer = now if isinstance(now, bytes) else await now
-                if answer is None:
-                    answer = b""
-                if isinstance(answer, bytes):
-                    data = conn.send_json(answer)
+                answer: HttpResponse | Upgrade | bytes | None = None
+                if failed is None:
+                    try:
+                        if pending is not None:  # the reactor's call of respond_now
+                            answer = await pending
+                        elif respond_now is None:
+                            answer = await respond(request)
+                        else:
+                            now = respond_now(request)
+                            answer = now if isinstance(now, bytes) else await now
+                    except Exception as exc:  # cancellation and KeyboardInterrupt pass
+                        failed = exc
+                if failed is not None:
+                    # This connection's failure only: the request gets -32603, then it closes.
+                    data = conn.send_response(fault(request, failed), keep_alive=False)
+                elif answer is None or isinstance(answer, bytes):
+                    data = conn.send_json(answer or b"")
                 else:
                     assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
                     data = conn.send_response(answer)
@@ -243,21 +294,26 @@ async def handle_http(
                 except BlockingIOError:
                     written = 0
                 if written != len(data):
-                    await _write_rest(sock, fd, data, written)
+                    await _write_rest(sock, fd, data, written, watch, write_timeout)
                 in_body = False
                 watch.deadline = trio.current_time() + IDLE_TIMEOUT
+                in_a_row += 1
+                if in_a_row >= TURN:  # a pipelining client must not hold the run loop
+                    in_a_row = 0
+                    await checkpoint()
                 continue
             if event is NEED_DATA:
                 if conn.headers_complete:  # part-way through a request: its body is coming
                     pending_bytes = conn.data_to_send()  # a 100 Continue
                     if pending_bytes:
-                        await _write(sock, fd, pending_bytes)
+                        await _write(sock, fd, pending_bytes, watch, write_timeout)
                     if not in_body:
                         in_body = True
                         watch.deadline = trio.current_time() + body_timeout
                 # Other connections first: by the time this one's turn comes again, its next
                 # request has most often arrived, and reading it at once costs less than waiting
                 # for it through epoll.
+                in_a_row = 0
                 await checkpoint()
                 received: bytes | None = None
                 while received is None:
@@ -280,14 +336,14 @@ async def handle_http(
             if event is ENDED:
                 return None
             if isinstance(event, Refused):
-                await _write(sock, fd, conn.send_response(event.response))
+                await _write(sock, fd, conn.send_response(event.response), watch, write_timeout)
                 return None
             assert isinstance(event, UpgradeRequested)
             watch.deadline = math.inf
             request = event.request
             outcome = await respond(request)
             if isinstance(outcome, HttpResponse):
-                await _write(sock, fd, conn.send_response(outcome))
+                await _write(sock, fd, conn.send_response(outcome), watch, write_timeout)
                 return None
             return Takeover(outcome, event.trailing)
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):

@@ -353,11 +353,14 @@ class HttpServerConnection:
             return ENDED
         return NEED_DATA
 
-    def send_response(self, response: HttpResponse) -> bytes:
-        """The bytes of the answer to the request :meth:`next_event` last reported."""
-        keep_alive = False
+    def send_response(self, response: HttpResponse, *, keep_alive: bool = True) -> bytes:
+        """The bytes of the answer to the request :meth:`next_event` last reported; with
+        ``keep_alive`` False, the connection closes after it (the next event is the end)."""
         if self._ready:
-            _, keep_alive = self._ready.pop(0)
+            _, kept = self._ready.pop(0)
+            keep_alive = keep_alive and kept
+        else:
+            keep_alive = False
         if not keep_alive:
             self._closing = True
         return serialize(response, keep_alive=keep_alive)

@@ -89,6 +89,7 @@ def _limits(server: ServerConfig) -> Limits:
     return Limits(
         http_body=server.max_body_bytes,
         http_body_timeout=server.body_timeout,
+        http_write_timeout=server.write_timeout,
         ws_message=server.max_message_bytes,
         outbox=server.outbox_limit_bytes,
         max_inflight=server.max_inflight,
