@@ -14,6 +14,7 @@ import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
+from broker.origins import same_origin
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
 from schemas.admin import (
@@ -23,7 +24,7 @@ from schemas.admin import (
     revoke_session_params,
     update_session_params,
 )
-from schemas.errors import InvalidParams, Unauthenticated
+from schemas.errors import InvalidParams, Unauthenticated, Unauthorized
 
 if TYPE_CHECKING:
     from broker.metrics import Metrics
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 WRONG_TOKEN = "missing or wrong admin token"
 DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
+FOREIGN_ORIGIN = "the operator API answers scripts (no Origin) and the console of its own origin, not other sites"
 
 
 def _identity(params: DappParams) -> Identity:
@@ -101,7 +103,10 @@ class AdminApi:
         return None
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
-        """Answer one operator request."""
+        """Answer one operator request: only from this server's own origin (its console) or from
+        a script (no ``Origin``), before the token is even looked at."""
+        if not same_origin(request.header(b"origin"), request.header(b"host")):
+            return json_error(403, Unauthorized(FOREIGN_ORIGIN))
         refused = self.refusal(request)
         if refused is not None:
             return refused

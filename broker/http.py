@@ -27,9 +27,6 @@ from typing import Final
 import trio
 
 from broker.http_protocol import (
-    CORS_HEADERS as CORS_HEADERS,
-)
-from broker.http_protocol import (
     ENDED,
     NEED_DATA,
     HttpServerConnection,
@@ -204,6 +201,7 @@ async def handle_http(
     reactor: HttpReactor | None = None,
     write_timeout: float = WRITE_TIMEOUT,
     fault: Fault = internal_error,
+    json_lines: bytes = b"",
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -215,7 +213,9 @@ async def handle_http(
     ``reactor`` too, the connection is parked there whenever its next request has not arrived
     (:mod:`broker.http_reactor`), and answered there while the answers come at once.
     A reply not written within ``write_timeout`` seconds ends the connection. A request whose
-    responder raises is answered by ``fault``, and the connection closes.
+    responder raises is answered by ``fault``, and the connection closes. ``json_lines``: the
+    header lines (CRLF-terminated) of the answers ``respond_now`` gives as bytes (the
+    responder's policy: this shell adds no header of its own).
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -236,7 +236,7 @@ async def handle_http(
     parked = (
         None
         if reactor is None or respond_now is None
-        else Parked(fd, conn, respond_now, watch, IDLE_TIMEOUT)
+        else Parked(fd, conn, respond_now, watch, IDLE_TIMEOUT, json_lines)
     )
     handback: Handback | None = None
     in_body = False
@@ -284,7 +284,7 @@ async def handle_http(
                     # This connection's failure only: the request gets -32603, then it closes.
                     data = conn.send_response(fault(request, failed), keep_alive=False)
                 elif answer is None or isinstance(answer, bytes):
-                    data = conn.send_json(answer or b"")
+                    data = conn.send_json(answer or b"", json_lines)
                 else:
                     assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
                     data = conn.send_response(answer)

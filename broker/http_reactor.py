@@ -81,7 +81,16 @@ class Handback:
 class Parked:
     """A connection between requests, as the reactor serves it."""
 
-    __slots__ = ("backlog", "conn", "fd", "idle_timeout", "respond_now", "task", "watch")
+    __slots__ = (
+        "backlog",
+        "conn",
+        "fd",
+        "idle_timeout",
+        "json_lines",
+        "respond_now",
+        "task",
+        "watch",
+    )
 
     def __init__(
         self,
@@ -90,8 +99,11 @@ class Parked:
         respond_now: FastResponder,
         watch: Deadline,
         idle_timeout: float,
+        json_lines: bytes = b"",
     ) -> None:
         self.fd = fd
+        #: The header lines of the answers ``respond_now`` gives as bytes.
+        self.json_lines = json_lines
         self.conn = conn
         self.respond_now = respond_now
         self.watch = watch
@@ -105,6 +117,15 @@ class Deadline(Protocol):
     """The connection's idle deadline (:meth:`broker.http.ConnectionDeadlines.watch`)."""
 
     deadline: float
+
+
+def open_reactor() -> HttpReactor | None:
+    """The reactor, where the platform has ``select.epoll`` (Linux); None elsewhere (macOS, the
+    BSDs): each keep-alive connection then waits for its next request in its own task, through
+    trio's own I/O (kqueue there), at the cost of a task switch per request."""
+    if not hasattr(select, "epoll"):
+        return None
+    return HttpReactor()
 
 
 class HttpReactor:
@@ -249,7 +270,7 @@ class HttpReactor:
             if not isinstance(answer, bytes):
                 self.hand_back(parked, Handback(event=event, pending=answer))
                 return
-            reply = conn.send_json(answer)
+            reply = conn.send_json(answer, parked.json_lines)
             try:
                 written = os.write(fd, reply)
             except BlockingIOError:

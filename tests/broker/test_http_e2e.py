@@ -4,6 +4,8 @@ anything about networks is told."""
 import contextlib
 import functools
 import json
+import logging
+import select
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
@@ -271,3 +273,30 @@ async def test_a_client_that_stops_reading_a_big_answer_is_dropped_at_the_write_
                     while data := await sock.recv(1 << 20):
                         received += len(data)
                 assert 0 < received < 2 * echoed  # cut short, then closed
+
+
+async def test_without_epoll_the_portable_path_serves_keep_alive_connections(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As on macOS and the BSDs. trio's own epoll was made when this trio run began: only the
+    # broker, built from here on, finds select.epoll missing.
+    monkeypatch.delattr(select, "epoll")
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "eth_chainId"} for i in range(20)]
+    with trio.fail_after(60), caplog.at_level(logging.INFO, logger="broker.app"):
+        async with running_broker(ServeOptions(block_time=0)) as node:
+            assert node.broker.http_reactor is None
+            async with httpx.AsyncClient() as client:  # one keep-alive connection
+                for call in calls:
+                    reply = await client.post(node.http_url(), json=call)
+                    assert reply.json() == {"jsonrpc": "2.0", "id": call["id"], "result": "0x539"}
+            with trio.socket.socket() as sock:  # pipelined, more than a turn's worth
+                await sock.connect(("127.0.0.1", node.port))
+                bodies = [json.dumps(call).encode() for call in calls]
+                await sock.send(b"".join(head(len(body)) + body for body in bodies))
+                received = b""
+                while received.count(b'"result":"0x539"') < len(calls):
+                    data = await sock.recv(65536)
+                    assert data, "closed before every answer"
+                    received += data
+    chosen = [r.getMessage() for r in caplog.records if "select.epoll" in r.getMessage()]
+    assert len(chosen) == 1, chosen

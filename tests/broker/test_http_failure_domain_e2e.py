@@ -137,4 +137,5 @@ async def test_a_plugin_fault_costs_its_request_or_connection_and_nothing_else(
                 for _ in range(3):
                     assert (await bystander.call("probe_ok"))[1]["result"] == "ok"
                     await trio.testing.wait_all_tasks_blocked()
+                    assert broker.http_reactor is not None
                     assert len(broker.http_reactor) >= 1
