@@ -135,6 +135,7 @@ class AdminApi:
         revoke = revoke_session_params.decode(params)
         return await self._sessions.revoke(_identity(revoke), revoke.scopes)
 
+    # These three do not checkpoint: answered from memory, in a request whose read has one.
     async def _listApprovals(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return [p.describe() for p in self._sessions.policy.pending()]
 

@@ -103,7 +103,7 @@ class SolanaDevAdapter(NetworkChainAdapter):
 
     async def start(self) -> None:
         # The options were checked when the adapter was built; the runtime (LiteSVM, about 11 ms)
-        # is made by the first call that needs it.
+        # is made by the first call that needs it. So nothing to wait for here: no checkpoint.
         self._started = True
 
     def methods(self, chain: str) -> frozenset[str]:
