@@ -1,7 +1,8 @@
 """An HTTP connection is its own failure domain, over real sockets: a plug-in whose ``call_now``
-raises, or gives what cannot be encoded, costs the request that asked (a -32603 answer; for what
-escapes the call, its connection too) and nothing else: the reactor task serving every parked
-keep-alive connection goes on, and a bystander connection keeps getting answers."""
+raises, or gives what cannot be encoded, costs the request that asked (a -32603 answer naming the
+adapter, logged once) and nothing else: the reactor task serving every parked keep-alive
+connection goes on, and a bystander connection keeps getting answers. (That what reaches the HTTP
+boundary also closes its connection is tests/broker/test_http_reactor.py's.)"""
 
 from __future__ import annotations
 
@@ -83,9 +84,6 @@ class KeepAlive:
         del self.buffer[:end]
         return head.split(b"\r\n")[0], answer
 
-    async def closed(self) -> bool:
-        return not self.buffer and await self.sock.recv(1) == b""
-
 
 @asynccontextmanager
 async def serving() -> AsyncIterator[Broker]:
@@ -132,6 +130,12 @@ async def test_a_plugin_fault_costs_its_request_or_connection_and_nothing_else(
                 assert len(logged) == 1, [r.getMessage() for r in caplog.records]
                 assert "raising-call-now" in logged[0].getMessage()
                 assert "/v3/dev" not in caplog.text  # the path holds the API key: never logged
+
+                # The same on a connection's own task (its first request is read there).
+                async with connected(broker.port) as fresh:
+                    _, first = await fresh.call("probe_unencodable")
+                    assert first["error"]["code"] == -32603
+                    assert "raising-call-now" in first["error"]["message"]
 
                 # The reactor task lived through it all: the bystander is still served from it.
                 for _ in range(3):
