@@ -221,8 +221,10 @@ class Broker:
                 task_status.started(port)
                 await self._shutdown.wait()
                 accepting.cancel()
+                # Idle keep-alive HTTP connections: closed, not waited for.
                 if self.http_reactor is not None:
-                    self.http_reactor.close_idle()  # idle keep-alive HTTP: closed, not waited for
+                    self.http_reactor.close_idle()
+                self.http_deadlines.close_idle()  # those without the reactor (portable path)
                 for conn in self.connections:
                     handlers.start_soon(self.connections.drain, conn)
                 handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace

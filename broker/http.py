@@ -155,6 +155,9 @@ class ConnectionDeadlines:
     def __init__(self, resolution: float = 0.5) -> None:
         self.resolution = resolution
         self._watches: set[_Watch] = set()
+        #: The graceful stop has begun (:meth:`close_idle`): idle connections end.
+        self.closing = False
+        self._idle: set[trio.CancelScope] = set()
 
     def __len__(self) -> int:
         """The connections watched: every HTTP connection open (not upgraded)."""
@@ -168,6 +171,24 @@ class ConnectionDeadlines:
 
     def forget(self, watch: _Watch) -> None:
         self._watches.discard(watch)
+
+    async def wait_idle(self, sock: trio.socket.SocketType) -> None:
+        """Wait until ``sock`` is readable, or :meth:`close_idle` is called: the wait between two
+        requests of a connection that has no reactor (the portable path)."""
+        # A cancel scope per wait, without a deadline (cheap): only close_idle cancels it.
+        with trio.CancelScope() as scope:
+            self._idle.add(scope)
+            try:
+                await trio.lowlevel.wait_readable(sock)
+            finally:
+                self._idle.discard(scope)
+
+    def close_idle(self) -> None:
+        """The graceful stop of the connections that wait without a reactor: each reads once
+        more (a request that has arrived is answered), then ends instead of waiting again."""
+        self.closing = True
+        for scope in self._idle:
+            scope.cancel()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """End connections past their deadlines, until cancelled."""
@@ -328,7 +349,12 @@ async def handle_http(
                             assert reactor is not None
                             handback = await reactor.park(parked)
                             break
-                        await trio.lowlevel.wait_readable(sock)
+                        if conn.headers_complete:  # a body on its way
+                            await trio.lowlevel.wait_readable(sock)
+                        elif deadlines.closing:  # idle, in a graceful stop: nothing to answer
+                            return None
+                        else:  # idle without a reactor: until a request, or the graceful stop
+                            await deadlines.wait_idle(sock)
                 if received is None:
                     continue
                 conn.receive_data(received)

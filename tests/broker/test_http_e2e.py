@@ -282,8 +282,10 @@ async def test_without_epoll_the_portable_path_serves_keep_alive_connections(
     # broker, built from here on, finds select.epoll missing.
     monkeypatch.delattr(select, "epoll")
     calls = [{"jsonrpc": "2.0", "id": i, "method": "eth_chainId"} for i in range(20)]
+    # A grace far longer than the test may take: an idle connection must not be waited for.
+    config = Config(server=ServerConfig(shutdown_grace=600))
     with trio.fail_after(60), caplog.at_level(logging.INFO, logger="broker.app"):
-        async with running_broker(ServeOptions(block_time=0)) as node:
+        async with running_broker(ServeOptions(block_time=0), config=config) as node:
             assert node.broker.http_reactor is None
             async with httpx.AsyncClient() as client:  # one keep-alive connection
                 for call in calls:
@@ -298,5 +300,9 @@ async def test_without_epoll_the_portable_path_serves_keep_alive_connections(
                     data = await sock.recv(65536)
                     assert data, "closed before every answer"
                     received += data
+                # Idle now, in the graceful stop: closed at once, not at the grace's end.
+                node.broker.shutdown()
+                with trio.fail_after(10):
+                    assert await sock.recv(1) == b""
     chosen = [r.getMessage() for r in caplog.records if "select.epoll" in r.getMessage()]
     assert len(chosen) == 1, chosen
