@@ -14,7 +14,7 @@ import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
-from broker.origins import same_origin
+from broker.origins import loopback_host, same_origin
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
 from schemas.admin import (
@@ -60,9 +60,18 @@ class AdminApi:
     """Serves ``/admin`` for one broker."""
 
     def __init__(
-        self, networks: Networks, metrics: Metrics, sessions: SessionService, token: str | None
+        self,
+        networks: Networks,
+        metrics: Metrics,
+        sessions: SessionService,
+        token: str | None,
+        *,
+        public_token: bool = False,
     ) -> None:
-        """``token`` None: no token was configured off loopback, so every request gets 401."""
+        """``token`` None: no token was configured off loopback, so every request gets 401.
+        ``public_token``: it is the public dev token (loopback only): then a request must name a
+        loopback host (see :mod:`broker.origins` on DNS rebinding)."""
+        self.public_token = public_token
         self._sessions = sessions
         self._token = token.encode() if token is not None else None
         self._dispatcher = Dispatcher(networks, metrics, chain_calls=False)
@@ -105,7 +114,10 @@ class AdminApi:
     async def respond(self, request: HttpRequest) -> HttpResponse:
         """Answer one operator request: only from this server's own origin (its console) or from
         a script (no ``Origin``), before the token is even looked at."""
-        if not same_origin(request.header(b"origin"), request.header(b"host")):
+        host = request.header(b"host")
+        if not same_origin(request.header(b"origin"), host) or (
+            self.public_token and not loopback_host(host)
+        ):
             return json_error(403, Unauthorized(FOREIGN_ORIGIN))
         refused = self.refusal(request)
         if refused is not None:

@@ -8,11 +8,15 @@ The HTTP machine (:mod:`broker.http_protocol`) adds no header of its own; the br
 - ``/admin``, ``/console`` and ``/metrics`` grant nothing, and ``/admin`` refuses a request whose
   ``Origin`` is not the server's own (:func:`same_origin`): a page on another site must not drive
   the operator API with the dev token, and a browser sends ``Origin`` with every POST. Scripts send
-  none, and the console page served from this origin sends its own.
+  none, and the console page served from this origin sends its own. While the operator API
+  takes the public dev token (loopback), it also refuses a ``Host`` that is not a loopback name
+  (:func:`loopback_host`): a page whose name was rebound to 127.0.0.1 (DNS rebinding) is of its
+  own origin to the browser, but names itself in ``Host``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from typing import Final
 
@@ -59,3 +63,23 @@ def same_origin(request_origin: bytes | None, host: bytes | None) -> bool:
 
 
 _DEFAULT_PORTS: Final = {b"http": b":80", b"https": b":443"}
+
+
+def loopback_host(host: bytes | None) -> bool:
+    """Whether a ``Host`` header names this machine by a loopback name or address (``localhost``,
+    ``*.localhost``, ``127.0.0.1``, ``[::1]``, with or without a port)."""
+    if host is None:
+        return False
+    text = host.decode("latin-1").lower()
+    if text.startswith("["):  # an IPv6 literal, maybe with a port after it
+        name = text[1:].partition("]")[0]
+    else:
+        name, _, port = text.rpartition(":")
+        if not name or not port.isdigit():
+            name = text
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -8,10 +8,12 @@ from typing import Any
 
 import httpx
 import msgspec
+import pytest
 import trio
 
 from broker.compose import ServeOptions
 from broker.config import Config
+from broker.origins import loopback_host, same_origin
 from tests.support.inprocess import RunningBroker, running_broker
 
 APP = "https://app.example.com"
@@ -96,6 +98,13 @@ async def test_the_operator_endpoints_grant_no_origin_and_admin_refuses_other_si
                 for origin in (EVIL, "null", f"http://127.0.0.1:{node.port + 1}"):
                     refused = await admin_call(client, node, {**token, "origin": origin})
                     assert refused.status_code == 403, origin
+                # DNS rebinding: a page whose name now resolves to 127.0.0.1 is of its own origin
+                # to the browser, and names itself in Host: refused while the token is public.
+                rebound = f"evil.example:{node.port}"
+                refused = await admin_call(
+                    client, node, {**token, "host": rebound, "origin": f"http://{rebound}"}
+                )
+                assert refused.status_code == 403
                 # Its preflight gets no grant either, before any token.
                 preflight = await client.options(
                     f"{node.base}/admin",
@@ -117,3 +126,40 @@ async def test_the_operator_endpoints_grant_no_origin_and_admin_refuses_other_si
                     page = await client.get(f"{node.base}{path}", headers={"origin": EVIL})
                     assert page.status_code == 200, path
                     assert grants(page) == {}, path
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "same"),
+    [
+        (None, b"127.0.0.1:8545", True),  # a script
+        (b"http://127.0.0.1:8545", b"127.0.0.1:8545", True),
+        (b"HTTP://LocalHost:8545", b"localhost:8545", True),
+        (b"https://broker.example", b"broker.example", True),  # behind a TLS proxy
+        (b"https://broker.example", b"broker.example:443", True),
+        (b"http://127.0.0.1:8546", b"127.0.0.1:8545", False),
+        (b"https://evil.example", b"127.0.0.1:8545", False),
+        (b"null", b"127.0.0.1:8545", False),
+        (b"http://127.0.0.1:8545", None, False),
+    ],
+)
+def test_same_origin(origin: bytes | None, host: bytes | None, same: bool) -> None:
+    assert same_origin(origin, host) is same
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        (b"127.0.0.1:8545", True),
+        (b"127.9.9.9", True),
+        (b"localhost", True),
+        (b"app.localhost:3000", True),
+        (b"[::1]:8545", True),
+        (b"[::1]", True),
+        (b"evil.example:8545", False),
+        (b"10.0.0.1:8545", False),
+        (b"127.0.0.1.evil.example", False),
+        (None, False),
+    ],
+)
+def test_loopback_host(host: bytes | None, loopback: bool) -> None:
+    assert loopback_host(host) is loopback
