@@ -157,7 +157,7 @@ class ConnectionDeadlines:
         self._watches: set[_Watch] = set()
         #: The graceful stop has begun (:meth:`close_idle`): idle connections end.
         self.closing = False
-        self._idle: set[trio.CancelScope] = set()
+        self._idle: set[trio.socket.SocketType] = set()
 
     def __len__(self) -> int:
         """The connections watched: every HTTP connection open (not upgraded)."""
@@ -175,20 +175,24 @@ class ConnectionDeadlines:
     async def wait_idle(self, sock: trio.socket.SocketType) -> None:
         """Wait until ``sock`` is readable, or :meth:`close_idle` is called: the wait between two
         requests of a connection that has no reactor (the portable path)."""
-        # A cancel scope per wait, without a deadline (cheap): only close_idle cancels it.
-        with trio.CancelScope() as scope:
-            self._idle.add(scope)
-            try:
-                await trio.lowlevel.wait_readable(sock)
-            finally:
-                self._idle.discard(scope)
+        # Not a cancel scope per wait (about 5 us each: a sixth of this path's cost per request):
+        # close_idle wakes the wait as trio wakes a socket's waiters when it is closed.
+        self._idle.add(sock)
+        try:
+            await trio.lowlevel.wait_readable(sock)
+        except trio.ClosedResourceError:
+            if not self.closing or sock.fileno() == -1:
+                raise  # closed for real (its deadline passed)
+            # Woken by close_idle: the caller reads once more, then ends.
+        finally:
+            self._idle.discard(sock)
 
     def close_idle(self) -> None:
         """The graceful stop of the connections that wait without a reactor: each reads once
         more (a request that has arrived is answered), then ends instead of waiting again."""
         self.closing = True
-        for scope in self._idle:
-            scope.cancel()
+        for sock in list(self._idle):
+            trio.lowlevel.notify_closing(sock)  # each is closed once its connection ends
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """End connections past their deadlines, until cancelled."""

@@ -355,3 +355,42 @@ async def test_a_pipelining_client_gets_a_bounded_turn_per_wake_up(
         assert answered_first < count
         assert answered_first % TURN == 0
         assert all(task is served.reactor_task for task in responder.tasks)
+
+
+async def test_without_a_reactor_close_idle_answers_what_has_arrived_then_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The portable path (no select.epoll): the idle connection waits in its own task.
+    deadlines = ConnectionDeadlines()
+    outcomes: list[object] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(deadlines.serve)
+        ours, theirs = trio.socket.socketpair()
+
+        async def connection() -> None:
+            with ours:
+                outcomes.append(
+                    await handle_http(
+                        trio.SocketStream(ours),
+                        unexpected,
+                        deadlines,
+                        body_limit=1024,
+                        body_timeout=2.0,
+                        respond_now=Responder(),
+                    )
+                )
+
+        nursery.start_soon(connection)
+        with theirs:
+            buffer = bytearray()
+            await theirs.send(post(b"sync:one"))
+            assert await read_reply(theirs, buffer) == b"one"
+            await trio.testing.wait_all_tasks_blocked()  # idle, waiting for the next request
+            await theirs.send(post(b"sync:two"))
+            deadlines.close_idle()
+            assert await read_reply(theirs, buffer) == b"two"
+            assert await theirs.recv(1) == b""  # then closed, long before the idle deadline
+            assert trio.current_time() < IDLE_TIMEOUT
+        await trio.testing.wait_all_tasks_blocked()
+        assert outcomes == [None]
+        nursery.cancel_scope.cancel()
