@@ -320,6 +320,7 @@ class ChainAdapter(ABC):
             ValueError: the options are invalid (shown as a configuration error).
         """
 
+    # The two hooks' defaults do nothing, and are called once each: no checkpoint.
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Prepare the adapter (build or import a chain, verify upstreams). Called once."""
 
@@ -479,6 +480,7 @@ class AccountAdapter(ABC):
             ValueError: the options are invalid (the message is shown as a configuration error).
         """
 
+    # The default does nothing, and is called once: no checkpoint.
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Load keys. Called once."""
 

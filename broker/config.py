@@ -12,6 +12,7 @@ Shape (every key optional but ``chain`` of a network)::
     redis_url = "redis://..."   # --redis-url, REDIS_URL; or redis+sentinel://H:P,H:P/MASTER[/DB]
     max_session_expiry = 604800 # seconds (7 days)
     max_body_bytes = 5242880    # HTTP request body (413 past it)
+    write_timeout = 30          # seconds an HTTP reply may take to be read (then dropped)
     max_message_bytes = 1048576 # WebSocket message (close 1009 past it)
     outbox_limit_bytes = 4194304  # unsent bytes per connection (close 4008 past it)
     max_inflight = 64           # concurrent calls per WebSocket connection
@@ -104,6 +105,7 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Limits (README "Limits"): bytes, seconds, counts.
     max_body_bytes: int = 5 * 1024 * 1024
     body_timeout: float = 30.0
+    write_timeout: float = 30.0
     max_message_bytes: int = 1024 * 1024
     outbox_limit_bytes: int = 4 * 1024 * 1024
     max_inflight: int = 64

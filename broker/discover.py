@@ -250,6 +250,7 @@ class DiscoverMethod:
         self._documents: dict[str, bytes] = {}
 
     async def __call__(self, ctx: CallContext, params: msgspec.Raw) -> msgspec.Raw:
+        # No checkpoint: a method handler answered from memory; the call's own task has one.
         found = self._documents.get(ctx.network.name)
         if found is None:
             found = msgspec.json.encode(document(self._dispatcher, ctx.network, self._admin))

@@ -6,12 +6,18 @@ when the kernel buffer is full), which keeps the per-request path short.
 
 Keep-alive is supported; a connection that sends no request head within ``IDLE_TIMEOUT`` is closed.
 A request body over the limit gets 413 before it is read; a body not received in full within its
-deadline gets 408; either closes the connection. ``Content-Type`` checks are the responder's.
+deadline gets 408; either closes the connection. A reply the client does not read within the write
+deadline is dropped with its connection. ``Content-Type`` checks are the responder's.
+
+A connection is a failure domain: a responder that raises while answering a request gets that
+request answered by the ``fault`` handler (-32603; it logs the error once), then the connection
+closes; nothing raised on one connection's behalf reaches the server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 from collections.abc import Awaitable, Callable
@@ -20,9 +26,6 @@ from typing import Final
 
 import trio
 
-from broker.http_protocol import (
-    CORS_HEADERS as CORS_HEADERS,
-)
 from broker.http_protocol import (
     ENDED,
     NEED_DATA,
@@ -37,11 +40,16 @@ from broker.http_protocol import (
 from broker.http_protocol import (
     HttpResponse as HttpResponse,
 )
-from broker.http_reactor import Handback, HttpReactor, Parked
-from schemas.errors import InvalidRequest, RpcError
+from broker.http_reactor import TURN, Handback, HttpReactor, Parked
+from schemas.errors import InternalError, InvalidRequest, RpcError
 from schemas.jsonrpc import NULL_ID, error_bytes
 
+log = logging.getLogger(__name__)
+
 IDLE_TIMEOUT: Final = 75.0
+#: Seconds a reply may take to be written (``[server] write_timeout``): a client that stops
+#: reading is dropped, and the task and the reply it holds are freed.
+WRITE_TIMEOUT: Final = 30.0
 JSON_HEADERS: Final = [(b"content-type", b"application/json")]
 
 
@@ -65,9 +73,20 @@ are the body of a 200 JSON answer (whose head :meth:`HttpServerConnection.send_j
 an empty one (a JSON-RPC notification's)."""
 
 
+Fault = Callable[[HttpRequest, Exception], HttpResponse]
+"""Answers a request whose responder raised (and logs the error, once)."""
+
+
 def json_error(status: int, error: RpcError) -> HttpResponse:
     """A status with a JSON-RPC error body (401 for a missing key, 413, ...)."""
     return HttpResponse(status, error_bytes(NULL_ID, error), JSON_HEADERS)
+
+
+def internal_error(request: HttpRequest, error: Exception) -> HttpResponse:
+    """The default :data:`Fault`: 500 with -32603, the error logged (not the request's target,
+    which holds an API key)."""
+    log.error("HTTP %s request failed", request.method.decode("latin-1"), exc_info=error)
+    return json_error(500, InternalError())
 
 
 def is_websocket_upgrade(request: HttpRequest) -> bool:
@@ -78,9 +97,15 @@ def is_websocket_upgrade(request: HttpRequest) -> bool:
     )
 
 
-async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, written: int) -> None:
-    """Write ``data[written:]``, waiting whenever the kernel's buffer is full."""
+async def _write_rest(
+    sock: trio.socket.SocketType, fd: int, data: bytes, written: int, watch: _Watch, within: float
+) -> None:
+    """Write ``data[written:]``, waiting whenever the kernel's buffer is full, within ``within``
+    seconds (``watch`` closes the socket past it: the client stopped reading). A deadline kept
+    by the connection's watch, not a cancel scope: see :class:`ConnectionDeadlines`."""
     view = memoryview(data)[written:]
+    watch.writing = True
+    watch.deadline = trio.current_time() + within
     while view:
         try:
             written = os.write(fd, view)
@@ -90,15 +115,18 @@ async def _write_rest(sock: trio.socket.SocketType, fd: int, data: bytes, writte
                 raise trio.ClosedResourceError from None
             continue
         view = view[written:]
+    watch.writing = False
 
 
-async def _write(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
+async def _write(
+    sock: trio.socket.SocketType, fd: int, data: bytes, watch: _Watch, within: float
+) -> None:
     try:
         written = os.write(fd, data)  # most often all of it, at once
     except BlockingIOError:
         written = 0
     if written != len(data):
-        await _write_rest(sock, fd, data, written)
+        await _write_rest(sock, fd, data, written, watch, within)
 
 
 def _write_nowait(fd: int, data: bytes) -> None:
@@ -127,6 +155,13 @@ class ConnectionDeadlines:
     def __init__(self, resolution: float = 0.5) -> None:
         self.resolution = resolution
         self._watches: set[_Watch] = set()
+        #: The graceful stop has begun (:meth:`close_idle`): idle connections end.
+        self.closing = False
+        self._idle: set[trio.socket.SocketType] = set()
+
+    def __len__(self) -> int:
+        """The connections watched: every HTTP connection open (not upgraded)."""
+        return len(self._watches)
 
     def watch(self, deadline: float, expire: Callable[[], None]) -> _Watch:
         """Call ``expire`` once ``watch.deadline`` (``deadline`` to start with) has passed."""
@@ -136,6 +171,28 @@ class ConnectionDeadlines:
 
     def forget(self, watch: _Watch) -> None:
         self._watches.discard(watch)
+
+    async def wait_idle(self, sock: trio.socket.SocketType) -> None:
+        """Wait until ``sock`` is readable, or :meth:`close_idle` is called: the wait between two
+        requests of a connection that has no reactor (the portable path)."""
+        # Not a cancel scope per wait (about 5 us each: a sixth of this path's cost per request):
+        # close_idle wakes the wait as trio wakes a socket's waiters when it is closed.
+        self._idle.add(sock)
+        try:
+            await trio.lowlevel.wait_readable(sock)
+        except trio.ClosedResourceError:
+            if not self.closing or sock.fileno() == -1:
+                raise  # closed for real (its deadline passed)
+            # Woken by close_idle: the caller reads once more, then ends.
+        finally:
+            self._idle.discard(sock)
+
+    def close_idle(self) -> None:
+        """The graceful stop of the connections that wait without a reactor: each reads once
+        more (a request that has arrived is answered), then ends instead of waiting again."""
+        self.closing = True
+        for sock in list(self._idle):
+            trio.lowlevel.notify_closing(sock)  # each is closed once its connection ends
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """End connections past their deadlines, until cancelled."""
@@ -149,11 +206,13 @@ class ConnectionDeadlines:
 
 
 class _Watch:
-    __slots__ = ("deadline", "expire")
+    __slots__ = ("deadline", "expire", "writing")
 
     def __init__(self, deadline: float, expire: Callable[[], None]) -> None:
         self.deadline = deadline
         self.expire = expire
+        #: The deadline is the write deadline (a reply is part-way out: no 408 after it).
+        self.writing = False
 
 
 async def handle_http(
@@ -165,6 +224,9 @@ async def handle_http(
     body_timeout: float,
     respond_now: FastResponder | None = None,
     reactor: HttpReactor | None = None,
+    write_timeout: float = WRITE_TIMEOUT,
+    fault: Fault = internal_error,
+    json_lines: bytes = b"",
 ) -> Takeover | None:
     """Answer requests on one TCP connection until it closes, is idle too long, or upgrades to a
     WebSocket (then the accepted upgrade is returned, to be run by the caller).
@@ -175,6 +237,10 @@ async def handle_http(
     ``respond_now``, when given, answers plain requests instead of ``respond``; with a
     ``reactor`` too, the connection is parked there whenever its next request has not arrived
     (:mod:`broker.http_reactor`), and answered there while the answers come at once.
+    A reply not written within ``write_timeout`` seconds ends the connection. A request whose
+    responder raises is answered by ``fault``, and the connection closes. ``json_lines``: the
+    header lines (CRLF-terminated) of the answers ``respond_now`` gives as bytes (the
+    responder's policy: this shell adds no header of its own).
     """
     conn = HttpServerConnection(body_limit=body_limit)
     sock = stream.socket
@@ -183,7 +249,7 @@ async def handle_http(
     def expire() -> None:
         if parked is not None and reactor is not None and reactor.parked(parked):
             reactor.hand_back(parked, Handback(error=trio.ClosedResourceError()))
-        if conn.headers_complete:
+        if conn.headers_complete and not watch.writing:
             timeout = json_error(
                 408, InvalidRequest(f"request body not received within {body_timeout:g} s")
             )
@@ -195,21 +261,25 @@ async def handle_http(
     parked = (
         None
         if reactor is None or respond_now is None
-        else Parked(fd, conn, respond_now, watch, IDLE_TIMEOUT)
+        else Parked(fd, conn, respond_now, watch, IDLE_TIMEOUT, json_lines)
     )
     handback: Handback | None = None
     in_body = False
+    in_a_row = 0  # requests answered since this task last let the others run
     checkpoint = trio.lowlevel.checkpoint
     try:
         while True:
             pending = None
+            failed: Exception | None = None
             if handback is None:
                 event = conn.next_event()
             else:  # what the reactor stopped at
                 if handback.error is not None:
-                    raise handback.error
+                    if not isinstance(handback.event, RequestReceived):
+                        raise handback.error
+                    failed = handback.error  # raised while answering the request: answered below
                 if handback.unsent:
-                    await _write_rest(sock, fd, handback.unsent, 0)
+                    await _write_rest(sock, fd, handback.unsent, 0, watch, write_timeout)
                     watch.deadline = trio.current_time() + IDLE_TIMEOUT
                     event = conn.next_event()
                 else:
@@ -223,17 +293,23 @@ async def handle_http(
             ):
                 request = event.request
                 watch.deadline = math.inf  # answering is bounded by the methods' own limits
-                if pending is not None:  # the reactor's call of respond_now
-                    answer: HttpResponse | Upgrade | bytes | None = await pending
-                elif respond_now is None:
-                    answer = await respond(request)
-                else:
-                    now = respond_now(request)
-                    answer = now if isinstance(now, bytes) else await now
-                if answer is None:
-                    answer = b""
-                if isinstance(answer, bytes):
-                    data = conn.send_json(answer)
+                answer: HttpResponse | Upgrade | bytes | None = None
+                if failed is None:
+                    try:
+                        if pending is not None:  # the reactor's call of respond_now
+                            answer = await pending
+                        elif respond_now is None:
+                            answer = await respond(request)
+                        else:
+                            now = respond_now(request)
+                            answer = now if isinstance(now, bytes) else await now
+                    except Exception as exc:  # cancellation and KeyboardInterrupt pass
+                        failed = exc
+                if failed is not None:
+                    # This connection's failure only: the request gets -32603, then it closes.
+                    data = conn.send_response(fault(request, failed), keep_alive=False)
+                elif answer is None or isinstance(answer, bytes):
+                    data = conn.send_json(answer or b"", json_lines)
                 else:
                     assert isinstance(answer, HttpResponse), "upgrade only for upgrade requests"
                     data = conn.send_response(answer)
@@ -243,21 +319,26 @@ async def handle_http(
                 except BlockingIOError:
                     written = 0
                 if written != len(data):
-                    await _write_rest(sock, fd, data, written)
+                    await _write_rest(sock, fd, data, written, watch, write_timeout)
                 in_body = False
                 watch.deadline = trio.current_time() + IDLE_TIMEOUT
+                in_a_row += 1
+                if in_a_row >= TURN:  # a pipelining client must not hold the run loop
+                    in_a_row = 0
+                    await checkpoint()
                 continue
             if event is NEED_DATA:
                 if conn.headers_complete:  # part-way through a request: its body is coming
                     pending_bytes = conn.data_to_send()  # a 100 Continue
                     if pending_bytes:
-                        await _write(sock, fd, pending_bytes)
+                        await _write(sock, fd, pending_bytes, watch, write_timeout)
                     if not in_body:
                         in_body = True
                         watch.deadline = trio.current_time() + body_timeout
                 # Other connections first: by the time this one's turn comes again, its next
                 # request has most often arrived, and reading it at once costs less than waiting
                 # for it through epoll.
+                in_a_row = 0
                 await checkpoint()
                 received: bytes | None = None
                 while received is None:
@@ -272,7 +353,12 @@ async def handle_http(
                             assert reactor is not None
                             handback = await reactor.park(parked)
                             break
-                        await trio.lowlevel.wait_readable(sock)
+                        if conn.headers_complete:  # a body on its way
+                            await trio.lowlevel.wait_readable(sock)
+                        elif deadlines.closing:  # idle, in a graceful stop: nothing to answer
+                            return None
+                        else:  # idle without a reactor: until a request, or the graceful stop
+                            await deadlines.wait_idle(sock)
                 if received is None:
                     continue
                 conn.receive_data(received)
@@ -280,14 +366,14 @@ async def handle_http(
             if event is ENDED:
                 return None
             if isinstance(event, Refused):
-                await _write(sock, fd, conn.send_response(event.response))
+                await _write(sock, fd, conn.send_response(event.response), watch, write_timeout)
                 return None
             assert isinstance(event, UpgradeRequested)
             watch.deadline = math.inf
             request = event.request
             outcome = await respond(request)
             if isinstance(outcome, HttpResponse):
-                await _write(sock, fd, conn.send_response(outcome))
+                await _write(sock, fd, conn.send_response(outcome), watch, write_timeout)
                 return None
             return Takeover(outcome, event.trailing)
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):

@@ -27,13 +27,6 @@ from schemas.errors import InvalidRequest
 from schemas.jsonrpc import NULL_ID, error_bytes
 
 HEADER_LIMIT: Final = 32 * 1024
-CORS_HEADERS: Final = [
-    (b"access-control-allow-origin", b"*"),
-    (b"access-control-allow-methods", b"POST, GET, OPTIONS"),
-    (b"access-control-allow-headers", b"content-type, authorization"),
-    (b"access-control-max-age", b"86400"),
-]
-_CORS_BLOCK: Final = b"".join(name + b": " + value + b"\r\n" for name, value in CORS_HEADERS)
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
@@ -138,9 +131,7 @@ _STATUS_LINES: Final = {
 }
 
 
-_JSON_200: Final = (
-    _STATUS_LINES[200] + b"content-type: application/json\r\n" + _CORS_BLOCK + b"content-length: "
-)
+_JSON_200: Final = _STATUS_LINES[200] + b"content-type: application/json\r\n"
 
 
 def refusal(status: int, message: str) -> Refused:
@@ -353,25 +344,30 @@ class HttpServerConnection:
             return ENDED
         return NEED_DATA
 
-    def send_response(self, response: HttpResponse) -> bytes:
-        """The bytes of the answer to the request :meth:`next_event` last reported."""
-        keep_alive = False
+    def send_response(self, response: HttpResponse, *, keep_alive: bool = True) -> bytes:
+        """The bytes of the answer to the request :meth:`next_event` last reported; with
+        ``keep_alive`` False, the connection closes after it (the next event is the end)."""
         if self._ready:
-            _, keep_alive = self._ready.pop(0)
+            _, kept = self._ready.pop(0)
+            keep_alive = keep_alive and kept
+        else:
+            keep_alive = False
         if not keep_alive:
             self._closing = True
         return serialize(response, keep_alive=keep_alive)
 
-    def send_json(self, body: bytes) -> bytes:
-        """The bytes of a 200 answer carrying the JSON ``body``: :meth:`send_response` for the
-        most common answer, from bytes built once."""
+    def send_json(self, body: bytes, lines: bytes = b"") -> bytes:
+        """The bytes of a 200 answer carrying the JSON ``body``, and the header ``lines`` (each
+        ending with CRLF) the responder adds: :meth:`send_response` for the most common answer,
+        from bytes built once."""
         keep_alive = False
         if self._ready:
             _, keep_alive = self._ready.pop(0)
+        length = b"content-length: %d\r\n" % len(body)
         if not keep_alive:
             self._closing = True
-            return b"".join((_JSON_200, b"%d" % len(body), b"\r\nconnection: close\r\n\r\n", body))
-        return b"".join((_JSON_200, b"%d" % len(body), b"\r\n\r\n", body))
+            return b"".join((_JSON_200, lines, length, b"connection: close\r\n\r\n", body))
+        return b"".join((_JSON_200, lines, length, b"\r\n", body))
 
     def data_to_send(self) -> bytes:
         """Bytes the machine wants written without a response (``100 Continue``)."""
@@ -411,13 +407,12 @@ def _parser_message(exc: httptools.HttpParserError) -> str:
 
 
 def serialize(response: HttpResponse, *, keep_alive: bool) -> bytes:
-    """A response's bytes: status line, its headers, the CORS headers, framing, body."""
+    """A response's bytes: status line, its headers, framing, body."""
     status = response.status
     line = _STATUS_LINES.get(status) or b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))
     parts = [line]
     if response.headers:
         parts.extend(name + b": " + value + b"\r\n" for name, value in response.headers)
-    parts.append(_CORS_BLOCK)
     parts.append(b"content-length: %d\r\n" % len(response.body))
     if not keep_alive:
         parts.append(b"connection: close\r\n")

@@ -11,6 +11,15 @@ as if it had read the bytes itself, and parks again once it would wait for the n
 
 Why: a trio task switch costs about 2 us, more than finding and writing a cached answer. Parked
 connections are answered back to back, as an event loop serves them; the others keep their task.
+
+Each parked connection is its own failure domain here as it is in its task: whatever goes wrong
+while serving one (a plug-in's ``call_now`` raising through the responder, a bug of ours) goes back
+to that connection's task (which answers -32603 if a request was being answered, then closes), and
+the reactor serves the others on. The work done per wake-up is bounded (:data:`BATCH` sockets,
+:data:`TURN` answers each), so a busy or pipelining client cannot hold the run loop.
+
+It needs ``select.epoll`` (Linux): :func:`open_reactor` says None elsewhere, and connections then
+wait for their next request in their own task, through trio's own I/O (the portable path).
 """
 
 from __future__ import annotations
@@ -34,6 +43,14 @@ from broker.http_protocol import (
 
 #: Readable sockets served per look at the epoll set, before other tasks run.
 BATCH: Final = 64
+#: Requests answered per connection per wake-up; what a connection has pipelined beyond them is
+#: answered at the next wake-up, after the other tasks ran (and its socket is not read meanwhile:
+#: a client pipelining faster than it is answered is held back by TCP, not buffered here). With a
+#: cached answer at 10-15 us of CPU (docs/benchmarks), BATCH * TURN = 512 answers keep a wake-up
+#: under about 8 ms: the other tasks (WebSocket fan-out, pings, deadlines) wait no longer than that,
+#: while one look at the epoll set still serves many connections (the look costs less than their
+#: answers as long as it serves tens of them).
+TURN: Final = 8
 READ_SIZE: Final = 65536
 
 FastResponder = Callable[[HttpRequest], bytes | Awaitable[Any]]
@@ -42,7 +59,8 @@ FastResponder = Callable[[HttpRequest], bytes | Awaitable[Any]]
 class Handback:
     """What the reactor gives back to a parked connection's task: the event it stopped at (with
     the answer it was given to await, if the event is a request), or bytes of an answer still to
-    write, or the error that ended the connection."""
+    write, or the error that ended the connection: with the event too, the request being answered
+    when it was raised (the task answers it with the error, then closes)."""
 
     __slots__ = ("error", "event", "pending", "unsent")
 
@@ -52,7 +70,7 @@ class Handback:
         event: Event | None = None,
         pending: Awaitable[Any] | None = None,
         unsent: bytes = b"",
-        error: BaseException | None = None,
+        error: Exception | None = None,
     ) -> None:
         self.event = event
         self.pending = pending
@@ -63,7 +81,16 @@ class Handback:
 class Parked:
     """A connection between requests, as the reactor serves it."""
 
-    __slots__ = ("conn", "fd", "idle_timeout", "respond_now", "task", "watch")
+    __slots__ = (
+        "backlog",
+        "conn",
+        "fd",
+        "idle_timeout",
+        "json_lines",
+        "respond_now",
+        "task",
+        "watch",
+    )
 
     def __init__(
         self,
@@ -72,13 +99,18 @@ class Parked:
         respond_now: FastResponder,
         watch: Deadline,
         idle_timeout: float,
+        json_lines: bytes = b"",
     ) -> None:
         self.fd = fd
+        #: The header lines of the answers ``respond_now`` gives as bytes.
+        self.json_lines = json_lines
         self.conn = conn
         self.respond_now = respond_now
         self.watch = watch
         self.idle_timeout = idle_timeout
         self.task: trio.lowlevel.Task | None = None
+        #: Requests already read are waiting for the next wake-up (see :data:`TURN`).
+        self.backlog = False
 
 
 class Deadline(Protocol):
@@ -87,12 +119,23 @@ class Deadline(Protocol):
     deadline: float
 
 
+def open_reactor() -> HttpReactor | None:
+    """The reactor, where the platform has ``select.epoll`` (Linux); None elsewhere (macOS, the
+    BSDs): each keep-alive connection then waits for its next request in its own task, through
+    trio's own I/O (kqueue there), at the cost of a task switch per request."""
+    if not hasattr(select, "epoll"):
+        return None
+    return HttpReactor()
+
+
 class HttpReactor:
     """Serves parked HTTP connections from one task (:meth:`serve`)."""
 
     def __init__(self) -> None:
         self._epoll = select.epoll()
         self._parked: dict[int, Parked] = {}
+        #: Parked connections with requests read and not answered yet (see :data:`TURN`).
+        self._backlog: list[Parked] = []
         self._closing = False
 
     def __len__(self) -> int:
@@ -107,7 +150,7 @@ class HttpReactor:
             while True:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 events = epoll.poll(0, BATCH)
-                while events:
+                while events or self._backlog:
                     self._serve_ready(events)
                     # Other tasks first; by then the next requests have most often arrived, and
                     # taking them at once costs less than waiting for them through trio's epoll.
@@ -127,7 +170,10 @@ class HttpReactor:
         self._closing = True
         self._serve_ready(self._epoll.poll(0))
         for found in list(self._parked.values()):
-            self.hand_back(found, Handback(error=trio.ClosedResourceError()))
+            if found.backlog:  # requests read and not answered yet: its task answers them
+                self.hand_back(found, Handback(event=found.conn.next_event()))
+            else:
+                self.hand_back(found, Handback(error=trio.ClosedResourceError()))
 
     async def park(self, parked: Parked) -> Handback:
         """Leave ``parked`` to the reactor until it hands the connection back (at once, closed,
@@ -159,31 +205,49 @@ class HttpReactor:
         trio.lowlevel.reschedule(task, outcome.Value(handback))
 
     def _forget(self, parked: Parked) -> None:
+        parked.backlog = False
         if self._parked.get(parked.fd) is parked:
             del self._parked[parked.fd]
             self._epoll.unregister(parked.fd)
 
     def _serve_ready(self, events: list[tuple[int, int]]) -> None:
-        """Serve the parked connections ``events`` (from the epoll set) says are readable."""
+        """Serve the connections left with requests at the last wake-up, then the parked
+        connections ``events`` (from the epoll set) says are readable."""
         now = trio.current_time()
         parked = self._parked
+        backlog, self._backlog = self._backlog, []
+        for waiting in backlog:
+            if waiting.backlog and parked.get(waiting.fd) is waiting:
+                waiting.backlog = False
+                self._serve_guarded(waiting, now, read=False)
         for fd, _ in events:
             found = parked.get(fd)
-            if found is not None:
-                self._serve_one(found, now)
+            # One still answering what it sent before is not read: TCP holds the rest back.
+            if found is not None and not found.backlog:
+                self._serve_guarded(found, now, read=True)
 
-    def _serve_one(self, parked: Parked, now: float) -> None:
+    def _serve_guarded(self, parked: Parked, now: float, *, read: bool) -> None:
+        try:
+            self._serve_one(parked, now, read=read)
+        except Exception as exc:
+            # Our own bug on one connection: that connection's task raises it (its boundary logs
+            # it once and closes it); the reactor and the other connections go on.
+            if self.parked(parked):
+                self.hand_back(parked, Handback(error=exc))
+
+    def _serve_one(self, parked: Parked, now: float, *, read: bool) -> None:
         fd = parked.fd
         conn = parked.conn
-        try:
-            data = os.read(fd, READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            self.hand_back(parked, Handback(error=exc))
-            return
-        conn.receive_data(data)
-        answered = False
+        if read:
+            try:
+                data = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self.hand_back(parked, Handback(error=exc))
+                return
+            conn.receive_data(data)
+        answered = 0
         while True:
             event = conn.next_event()
             if event is NEED_DATA and not conn.headers_complete:
@@ -193,16 +257,20 @@ class HttpReactor:
             if not isinstance(event, RequestReceived):
                 self.hand_back(parked, Handback(event=event))
                 return
+            if answered == TURN:  # the rest at the next wake-up, after the other tasks
+                parked.backlog = True
+                self._backlog.append(parked)
+                return
             parked.watch.deadline = math.inf
             try:
                 answer = parked.respond_now(event.request)
-            except Exception as exc:  # the task raises it, as it would have
-                self.hand_back(parked, Handback(error=exc))
+            except Exception as exc:  # the task answers the request with it, and closes
+                self.hand_back(parked, Handback(event=event, error=exc))
                 return
             if not isinstance(answer, bytes):
                 self.hand_back(parked, Handback(event=event, pending=answer))
                 return
-            reply = conn.send_json(answer)
+            reply = conn.send_json(answer, parked.json_lines)
             try:
                 written = os.write(fd, reply)
             except BlockingIOError:
@@ -213,4 +281,4 @@ class HttpReactor:
             if written != len(reply):
                 self.hand_back(parked, Handback(unsent=reply[written:]))
                 return
-            answered = True
+            answered += 1

@@ -13,6 +13,8 @@ class Limits:
     #: Seconds a client has to send a request body once its head arrived (as geth's 30 s read
     #: timeout): a body trickled slower gets 408 and the connection is closed.
     http_body_timeout: float = 30.0
+    #: Seconds an HTTP reply may take to be written: a client that stops reading is dropped.
+    http_write_timeout: float = 30.0
     ws_message: int = 1024 * 1024
     outbox: int = 4 * 1024 * 1024
     max_inflight: int = 64

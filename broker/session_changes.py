@@ -71,6 +71,7 @@ class MemoryChangeBus(SessionChangeBus):
         self._log: MemoryLog[SessionChange] = MemoryLog(window=window)
 
     async def publish(self, change: SessionChange) -> None:
+        await trio.lowlevel.checkpoint()  # as trio's async functions; cancelled: not published
         position = self._log.append(change)
         for handler in self._handlers:
             handler(change, position)
@@ -91,4 +92,5 @@ class MemoryChangeBus(SessionChangeBus):
     async def read_range(
         self, after: Position, upto: Position
     ) -> list[tuple[Position, SessionChange]] | None:
+        await trio.lowlevel.checkpoint()
         return self._log.read_range(after, upto)

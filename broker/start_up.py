@@ -41,6 +41,7 @@ def is_loopback(host: str) -> bool:
 
 async def not_ready(request: HttpRequest) -> HttpResponse:
     """Every request while the broker waits for its resources: 503, retry later."""
+    # No checkpoint: answered from memory, after the request's read (which has one).
     retry = [(b"retry-after", b"1")]
     if request.target.split(b"?", 1)[0] == b"/healthz":
         body = msgspec.json.encode({"status": "starting", "reason": _NOT_READY})

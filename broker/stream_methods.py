@@ -24,6 +24,8 @@ def _decode(params: msgspec.Raw) -> Any:
     return msgspec.json.decode(params)
 
 
+# The handlers below but _filter_logs do not checkpoint: answered from memory, each in a call
+# that has one (a WebSocket call's own task, an HTTP request's read).
 async def _new_filter(filters: FilterRegistry, ctx: CallContext, params: msgspec.Raw) -> Any:
     return filters.new_log_filter(ctx.api_key, ctx.network.chain, params)
 

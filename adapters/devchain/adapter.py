@@ -214,6 +214,7 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
         self._handlers = {**reads.table(), **self._write_methods()}
 
     async def aclose(self) -> None:
+        # No checkpoint: closing the journal is one local call, at the end (shielded there).
         if self._chain is not None and self._chain.store is not None:
             self._chain.store.close()
 
@@ -359,6 +360,7 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
     # -- what anvil and hardhat offer ---------------------------------------------------------
 
     async def _eth_accounts(self, raw: msgspec.Raw) -> list[str]:
+        # No checkpoint (as ReadMethods'): answered from memory in a call that has one.
         positional(raw, 0)
         return [account.hex_address for account in self._accounts]
 
@@ -428,6 +430,7 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
             self.chain.next_block_timestamp = timestamp
 
     async def _set_automine(self, raw: msgspec.Raw) -> None:
+        # No checkpoint (as ReadMethods'): a flag set in memory in a call that has one.
         params = positional(raw, 1)
         self._automine = argument(params, 0, schema.decode_bool)
 
@@ -569,6 +572,8 @@ class DevChainAdapter(NetworkChainAdapter, EvmChainAdapter):
     # ----------------------------------------------------------------------------------------------
     # Ingestion
 
+    # fetch_block and fetch_head read the chain in memory (no checkpoint): the head tracker that
+    # calls them waits on the chain's blocks between two calls.
     async def fetch_block(
         self, chain: str, *, number: int | None = None, block_hash: str | None = None
     ) -> ChainBlock | None:

@@ -184,7 +184,10 @@ def pending_json(record: BlockRecord, full: bool) -> bytes:
 
 
 class ReadMethods:
-    """Handlers of the read-only node methods over one :class:`LocalChain`."""
+    """Handlers of the read-only node methods over one :class:`LocalChain`.
+
+    Most never checkpoint: they read the chain in memory, in a call that has its own checkpoint
+    (a WebSocket call's task, an HTTP request's read), and are async for the handler type."""
 
     def __init__(
         self,

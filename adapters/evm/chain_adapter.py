@@ -26,7 +26,7 @@ class BlockSource(ChainAdapter):
         self, chain: str, *, number: int | None = None, block_hash: str | None = None
     ) -> ChainBlock | None:
         """The canonical block at ``number``, or the block with ``block_hash``; None if unknown."""
-        return None
+        return None  # the default knows no block: nothing to wait for (no checkpoint)
 
     async def fetch_head(self, chain: str) -> ChainBlock | None:
         """The chain's head block now (to backfill from after a restart). Default: the block

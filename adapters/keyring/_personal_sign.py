@@ -50,6 +50,7 @@ def readable(message: bytes) -> dict[str, Any]:
 
 async def execute(wallet: Wallet, request: SigningRequest, read: ChainReader) -> str:
     """The 65-byte signature (v 27/28) as 0x hex."""
+    # No checkpoint: signs in memory, after the approval its caller awaited.
     payload = payload_of(request, PersonalSign)
     signature = wallet.keyring.sign_message(account_of(request), encode_defunct(payload.message))
     return hex_bytes(signature)

@@ -178,6 +178,7 @@ def _prepare_sign_message(
     return Prepared(signer, {"account": signer, **readable_message(message)}, message)
 
 
+# The signers below do not checkpoint: they sign in memory, after the approval their caller awaited.
 async def _sign_message(keys: SolanaKeys, request: SigningRequest, read: ChainReader) -> Any:
     message = payload_of(request, bytes)
     signature = keys.sign(account_of(request), message)

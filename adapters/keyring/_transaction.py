@@ -179,6 +179,7 @@ def _summary(signer: str, to: str | None, fields: dict[str, Any]) -> dict[str, A
 
 async def execute(wallet: Wallet, request: SigningRequest, read: ChainReader) -> dict[str, str]:
     """``{v, r, s, raw}``: r and s as 32-byte hex, v as a quantity (EIP-155 v or y-parity)."""
+    # No checkpoint: signs in memory, after the approval its caller awaited.
     payload = payload_of(request, SignTransaction)
     signed = wallet.keyring.sign_transaction(account_of(request), dict(payload.fields))
     result = TransactionSignature(

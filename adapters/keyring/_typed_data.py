@@ -134,6 +134,7 @@ def _domain_chain_id(domain: dict[str, Any]) -> int | None:
 
 async def execute(wallet: Wallet, request: SigningRequest, read: ChainReader) -> str:
     """The 65-byte EIP-712 signature as 0x hex."""
+    # No checkpoint: signs in memory, after the approval its caller awaited.
     payload = payload_of(request, SignTypedData)
     return hex_bytes(wallet.keyring.sign_typed_data(account_of(request), payload.typed_data))
 

@@ -203,6 +203,7 @@ def prepare_patch(
 
 async def execute_patch(wallet: Wallet, request: SigningRequest, read: ChainReader) -> Any:
     """``{paymasterAndData}`` from the configuration."""
+    # No checkpoint: static configuration, after the approval its caller awaited.
     # The paymaster data is static configuration that prepare already offered as the dummy, so
     # the caller's gas estimate stands and no gas field is changed.
     payload_of(request, PatchUserOperation)

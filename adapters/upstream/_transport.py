@@ -77,6 +77,7 @@ class _Body(httpx.AsyncByteStream):
         return self
 
     async def __anext__(self) -> bytes:
+        # No checkpoint: hands the one body over; the transport's send of it has them.
         if self._data is None:
             raise StopAsyncIteration
         data, self._data = self._data, None

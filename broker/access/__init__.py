@@ -16,3 +16,5 @@ from broker.access._limiter import Limiter as Limiter
 from broker.access._limiter import LimiterUnavailable as LimiterUnavailable
 from broker.access._limiter import MemoryLimiter as MemoryLimiter
 from broker.access._limiter import RedisLimiter as RedisLimiter
+from broker.access._policy import OriginPattern as OriginPattern
+from broker.access._policy import origin_allowed as origin_allowed

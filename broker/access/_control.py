@@ -298,6 +298,7 @@ class AccessControl:
     async def refresh_token(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         """``scopecast_refreshToken(["<jwt>"])``: a WebSocket's fresh token, before its old one
         expires (plus ``token_grace``); answers the new expiry (Unix seconds)."""
+        # No checkpoint: a method handler answered from memory; the call's own task has one.
         access = ctx.access
         if ctx.peer is None or not isinstance(access, KeyAccess) or access.claims is None:
             raise InvalidRequest(f"{REFRESH_METHOD}: only on a WebSocket opened with a token")

@@ -56,7 +56,7 @@ class Limiter(ABC):
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Background upkeep, until cancelled (none by default)."""
-        task_status.started()
+        task_status.started()  # no upkeep: returns at once, started (no checkpoint needed)
 
 
 class MemoryLimiter(Limiter):
@@ -68,6 +68,7 @@ class MemoryLimiter(Limiter):
         self._ids = itertools.count(1)
 
     async def take(self, key: str, rate: Rate, cost: int) -> Taken:
+        await trio.lowlevel.checkpoint()  # as the Redis limiter's (cancelled: nothing taken)
         return self.take_at(key, rate, cost, time.monotonic_ns() // 1000)
 
     def take_at(self, key: str, rate: Rate, cost: int, now: int) -> Taken:
@@ -77,12 +78,14 @@ class MemoryLimiter(Limiter):
         return taken
 
     async def open_slot(self, key: str, limit: int) -> str | None:
+        await trio.lowlevel.checkpoint()
         if self._open[key] >= limit:
             return None
         self._open[key] += 1
         return str(next(self._ids))
 
     async def close_slot(self, key: str, slot: str) -> None:
+        await trio.lowlevel.checkpoint()  # its caller shields it: a slot is always given back
         self._open[key] = max(0, self._open[key] - 1)
 
 

@@ -116,6 +116,7 @@ def _limits(server: ServerConfig) -> Limits:
     return Limits(
         http_body=server.max_body_bytes,
         http_body_timeout=server.body_timeout,
+        http_write_timeout=server.write_timeout,
         ws_message=server.max_message_bytes,
         outbox=server.outbox_limit_bytes,
         max_inflight=server.max_inflight,
@@ -239,7 +240,8 @@ def build_broker(
             core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
     if redis is not None:
         services.append(redis.repair_after_loss(sessions, core.resume, access))
-    admin = AdminApi(networks, core.metrics, sessions, _admin_token(given, config, policy))
+    token = _admin_token(given, config, policy)
+    admin = AdminApi(networks, core.metrics, sessions, token, public_token=token == DEV_ADMIN_TOKEN)
     feed = OperatorFeed(sessions)
     policy.watch(feed.on_approval)
     sessions.watch_changes(feed.on_session_change)

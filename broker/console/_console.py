@@ -18,17 +18,9 @@ from broker.console._assets import file_response, secured
 from broker.console._feed import OperatorFeed
 from broker.console._feed_connection import FeedConnection
 from broker.http import HttpRequest, HttpResponse, Upgrade, json_error
+from broker.origins import loopback_host, same_origin
 from broker.ws_protocol import RemoteProtocolError, accept_handshake
 from schemas.errors import Unauthorized
-
-
-def same_origin(request: HttpRequest) -> bool:
-    """Whether the request's ``Origin`` (if any) names the host it was sent to."""
-    origin = request.header(b"origin")
-    if origin is None:
-        return True
-    host = request.header(b"host") or b""
-    return origin.partition(b"://")[2] == host
 
 
 class OperatorConsole:
@@ -63,7 +55,10 @@ class OperatorConsole:
         refused = self._admin.refusal(request, token_optional=True)
         if refused is not None:
             return refused
-        if not same_origin(request):
+        host = request.header(b"host")
+        if not same_origin(request.header(b"origin"), host) or (
+            self._admin.public_token and not loopback_host(host)
+        ):
             return json_error(403, Unauthorized("the operator feed is for this origin's console"))
         try:
             accept = accept_handshake(request.headers, request.target)

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Final
 
 import msgspec
+import trio
 
 if TYPE_CHECKING:
     from broker.redis import RedisClient
@@ -68,6 +69,7 @@ class MemoryResumeStore(ResumeStore):
         self._records: dict[str, tuple[float, ResumeRecord]] = {}
 
     async def save(self, token: str, record: ResumeRecord, ttl: float) -> None:
+        await trio.lowlevel.checkpoint()  # as the Redis store's (cancelled: not saved)
         now = time.monotonic()
         if len(self._records) >= self.max_records and token not in self._records:
             self._records = {k: v for k, v in self._records.items() if v[0] > now}
@@ -77,6 +79,7 @@ class MemoryResumeStore(ResumeStore):
         self._records[token] = (now + ttl, record)
 
     async def load(self, token: str) -> ResumeRecord | None:
+        await trio.lowlevel.checkpoint()
         found = self._records.get(token)
         if found is None or found[0] <= time.monotonic():
             return None

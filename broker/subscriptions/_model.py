@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import msgspec
+import trio
 
 from adapters.base import EventMatcher
 from broker.cursors import ResumeState
@@ -101,7 +102,8 @@ class NoCursors:
         return None
 
     async def keep(self, sub: Subscription) -> None:
-        return None
+        # As the resume keeper's: a subscribe cancelled here (its connection gone) is not attached.
+        await trio.lowlevel.checkpoint()
 
 
 def connection_subs(conn: Subscriber) -> dict[str, Subscription]:

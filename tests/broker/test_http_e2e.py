@@ -1,7 +1,11 @@
 """HTTP edges over real sockets: a request body has a deadline, and the API key is checked before
 anything about networks is told."""
 
+import contextlib
 import functools
+import json
+import logging
+import select
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
@@ -16,6 +20,7 @@ from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResp
 from broker.limits import Limits
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.rawws import RawWebSocket
+from tests.support.waiting import eventually
 
 BODY_TIMEOUT = 0.2
 
@@ -227,3 +232,77 @@ async def test_wrong_paths_and_methods_name_the_right_url_forms(node: RunningBro
     )
     assert named.status_code == 405
     assert "/dev/ws/v3/<API_KEY>" in named.text
+
+
+async def test_a_client_that_stops_reading_a_big_answer_is_dropped_at_the_write_deadline() -> None:
+    # A real 4.8 MB answer from the dev chain: the identity precompile echoes 2.4 MB of zeros.
+    # The kernel buffers hold less than that (tcp_wmem's 4 MiB at most), so the broker's write
+    # waits on a client that never reads, until its write deadline drops the connection.
+    echoed = 2_400_000
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "eth_call",
+        "params": [
+            {"to": "0x" + "00" * 19 + "04", "data": "0x" + "00" * echoed, "gas": hex(25_000_000)},
+            "latest",
+        ],
+    }
+    body = json.dumps(call).encode()
+    config = Config(server=ServerConfig(write_timeout=0.5))
+    with trio.fail_after(60):
+        async with running_broker(ServeOptions(block_time=0), config=config) as node:
+            deadlines = node.broker.http_deadlines
+            with trio.socket.socket() as sock:
+                sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+                await sock.connect(("127.0.0.1", node.port))
+                request = memoryview(head(len(body)) + body)
+                while request:
+                    request = request[await sock.send(request) :]
+                await eventually(lambda: len(deadlines) == 1, "the connection accepted")
+                await eventually(
+                    lambda: len(deadlines) == 0, "the unread reply dropped", within=15
+                )
+                async with httpx.AsyncClient() as client:  # everyone else is served as before
+                    ok = await client.post(
+                        node.http_url(), json={"jsonrpc": "2.0", "id": 2, "method": "eth_chainId"}
+                    )
+                    assert ok.json()["result"] == "0x539"
+                received = 0
+                with contextlib.suppress(ConnectionResetError):
+                    while data := await sock.recv(1 << 20):
+                        received += len(data)
+                assert 0 < received < 2 * echoed  # cut short, then closed
+
+
+async def test_without_epoll_the_portable_path_serves_keep_alive_connections(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As on macOS and the BSDs. trio's own epoll was made when this trio run began: only the
+    # broker, built from here on, finds select.epoll missing.
+    monkeypatch.delattr(select, "epoll")
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "eth_chainId"} for i in range(20)]
+    # A grace far longer than the test may take: an idle connection must not be waited for.
+    config = Config(server=ServerConfig(shutdown_grace=600))
+    with trio.fail_after(60), caplog.at_level(logging.INFO, logger="broker.app"):
+        async with running_broker(ServeOptions(block_time=0), config=config) as node:
+            assert node.broker.http_reactor is None
+            async with httpx.AsyncClient() as client:  # one keep-alive connection
+                for call in calls:
+                    reply = await client.post(node.http_url(), json=call)
+                    assert reply.json() == {"jsonrpc": "2.0", "id": call["id"], "result": "0x539"}
+            with trio.socket.socket() as sock:  # pipelined, more than a turn's worth
+                await sock.connect(("127.0.0.1", node.port))
+                bodies = [json.dumps(call).encode() for call in calls]
+                await sock.send(b"".join(head(len(body)) + body for body in bodies))
+                received = b""
+                while received.count(b'"result":"0x539"') < len(calls):
+                    data = await sock.recv(65536)
+                    assert data, "closed before every answer"
+                    received += data
+                # Idle now, in the graceful stop: closed at once, not at the grace's end.
+                node.broker.shutdown()
+                with trio.fail_after(10):
+                    assert await sock.recv(1) == b""
+    chosen = [r.getMessage() for r in caplog.records if "select.epoll" in r.getMessage()]
+    assert len(chosen) == 1, chosen

@@ -5,14 +5,16 @@ goes back to the connection's own task, in order, with nothing lost."""
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import pytest
 import trio
 import trio.testing
 
 from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResponse, handle_http
-from broker.http_reactor import HttpReactor
+from broker.http_reactor import TURN, HttpReactor
 
 
 def post(body: bytes) -> bytes:
@@ -55,6 +57,12 @@ class Responder:
 
 async def read_reply(sock: trio.socket.SocketType, buffer: bytearray) -> bytes:
     """One whole response's body from ``sock`` (``buffer`` keeps what came after it)."""
+    _, body = await read_response(sock, buffer)
+    return body
+
+
+async def read_response(sock: trio.socket.SocketType, buffer: bytearray) -> tuple[bytes, bytes]:
+    """One whole response's head and body from ``sock`` (``buffer`` keeps what came after it)."""
     while b"\r\n\r\n" not in buffer:
         data = await sock.recv(65536)
         assert data, "closed before a reply"
@@ -68,7 +76,7 @@ async def read_reply(sock: trio.socket.SocketType, buffer: bytearray) -> bytes:
         buffer += data
     body = bytes(buffer[start : start + length])
     del buffer[: start + length]
-    return body
+    return head, body
 
 
 async def park_after_one(sock: trio.socket.SocketType) -> bytearray:
@@ -206,17 +214,21 @@ async def test_a_client_closing_while_parked_ends_the_connection(
         assert served.outcomes == [None]
 
 
-async def test_a_responder_failing_in_the_reactor_fails_the_connection_task_only(
-    autojump_clock: trio.testing.MockClock,
+async def test_a_responder_failing_in_the_reactor_ends_that_connection_with_an_answer(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with serving(Responder()) as (served, sock, _):
-        await park_after_one(sock)
-        await sock.send(post(b"boom:"))
+        buffer = await park_after_one(sock)
+        await sock.send(post(b"boom:") + post(b"sync:never"))
+        head, reply = await read_response(sock, buffer)
+        assert head.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+        assert json.loads(reply)["error"]["code"] == -32603
+        assert await sock.recv(1) == b""  # then closed: the request after it is not answered
         await trio.testing.wait_all_tasks_blocked()
         assert len(served.reactor) == 0
-        [error] = served.outcomes
-        assert isinstance(error, RuntimeError)
-        assert str(error) == "the responder failed"
+        assert served.outcomes == [None]  # handled on the connection: nothing raised further
+    [logged] = [r for r in caplog.records if r.exc_info]
+    assert str(logged.exc_info[1]) == "the responder failed"
 
 
 async def test_a_parked_connection_task_can_be_cancelled(
@@ -308,3 +320,77 @@ async def test_after_close_idle_a_call_under_way_is_answered_then_the_connection
         assert await sock.recv(1) == b""  # it would have parked again: closed instead
         assert trio.current_time() < IDLE_TIMEOUT
         assert served.outcomes == [None]
+
+
+async def test_a_pipelining_client_gets_a_bounded_turn_per_wake_up(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    responder = Responder()
+    seen: list[int] = []  # how many answers the reactor had given when another task ran
+    first = trio.Event()
+    watched = responder.__call__
+
+    def watching(request: HttpRequest) -> bytes | Awaitable[bytes]:
+        if request.body.startswith(b"sync:0"):
+            first.set()
+        return watched(request)
+
+    async def other_task() -> None:
+        await first.wait()  # woken from inside the reactor's wake-up: runs at its checkpoint
+        seen.append(len(responder.tasks))
+
+    count = 50 * TURN  # 400 requests, in one read
+    async with serving(watching) as (served, sock, nursery):
+        buffer = await park_after_one(sock)
+        responder.tasks.clear()
+        nursery.start_soon(other_task)
+        await trio.testing.wait_all_tasks_blocked()
+        await sock.send(b"".join(post(b"sync:%d" % i) for i in range(count)))
+        assert [await read_reply(sock, buffer) for _ in range(count)] == [
+            b"%d" % i for i in range(count)
+        ]
+        # Not all of them before another task ran: a turn of TURN answers, then the others run
+        # (trio orders the tasks woken in one batch at random: some turns may come first).
+        [answered_first] = seen
+        assert answered_first < count
+        assert answered_first % TURN == 0
+        assert all(task is served.reactor_task for task in responder.tasks)
+
+
+async def test_without_a_reactor_close_idle_answers_what_has_arrived_then_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The portable path (no select.epoll): the idle connection waits in its own task.
+    deadlines = ConnectionDeadlines()
+    outcomes: list[object] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(deadlines.serve)
+        ours, theirs = trio.socket.socketpair()
+
+        async def connection() -> None:
+            with ours:
+                outcomes.append(
+                    await handle_http(
+                        trio.SocketStream(ours),
+                        unexpected,
+                        deadlines,
+                        body_limit=1024,
+                        body_timeout=2.0,
+                        respond_now=Responder(),
+                    )
+                )
+
+        nursery.start_soon(connection)
+        with theirs:
+            buffer = bytearray()
+            await theirs.send(post(b"sync:one"))
+            assert await read_reply(theirs, buffer) == b"one"
+            await trio.testing.wait_all_tasks_blocked()  # idle, waiting for the next request
+            await theirs.send(post(b"sync:two"))
+            deadlines.close_idle()
+            assert await read_reply(theirs, buffer) == b"two"
+            assert await theirs.recv(1) == b""  # then closed, long before the idle deadline
+            assert trio.current_time() < IDLE_TIMEOUT
+        await trio.testing.wait_all_tasks_blocked()
+        assert outcomes == [None]
+        nursery.cancel_scope.cancel()
