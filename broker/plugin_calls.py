@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 
 #: Exceptions that pass through every boundary: they end a task or the process, not a call.
 FATAL: Final = (trio.Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit)
+#: What passes through a plug-in's boundary: trio's cancellation and Ctrl-C, which trio may raise
+#: at any checkpoint inside the plug-in's code. A ``SystemExit`` or ``GeneratorExit`` that leaves a
+#: plug-in's call was raised by the plug-in (a library calling ``sys.exit()``, say): its fault,
+#: answered as this call's error, never the end of the server.
+PASSES_PLUGIN_BOUNDARY: Final = (trio.Cancelled, KeyboardInterrupt)
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -51,6 +56,12 @@ def is_fatal(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.split(FATAL)[0] is not None
     return isinstance(exc, FATAL)
+
+
+def _passes_plugin_boundary(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(PASSES_PLUGIN_BOUNDARY)[0] is not None
+    return isinstance(exc, PASSES_PLUGIN_BOUNDARY)
 
 
 def adapter_name(adapter: ChainAdapter) -> str:
@@ -135,7 +146,7 @@ def _contained(network: Network, method: str) -> Iterator[None]:
     except RpcError:
         raise
     except BaseException as exc:
-        if is_fatal(exc):
+        if _passes_plugin_boundary(exc):
             raise
         log.exception(
             "adapter %s (network %s) failed on %s",

@@ -1,8 +1,10 @@
 """An HTTP connection is its own failure domain, over real sockets: a plug-in whose ``call_now``
 raises, or gives what cannot be encoded, costs the request that asked (a -32603 answer naming the
-adapter, logged once) and nothing else: the reactor task serving every parked keep-alive
-connection goes on, and a bystander connection keeps getting answers. (That what reaches the HTTP
-boundary also closes its connection is tests/broker/test_http_reactor.py's.)"""
+adapter, logged once, from the plug-in boundary of broker.plugin_calls), and a plug-in fault that
+escapes the dispatcher (its ``cache_epoch`` raising, asked before any call) reaches the HTTP
+boundary of its connection and costs that connection only: the reactor task serving every parked
+keep-alive connection goes on, and a bystander connection keeps getting answers. (That what
+reaches the HTTP boundary also closes its connection is tests/broker/test_http_reactor.py's.)"""
 
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ class RaisingCallNow(ChainAdapter):
 
     name = "raising-call-now"
 
+    def __init__(self) -> None:
+        self.epoch_raises = False
+
     @classmethod
     def from_spec(cls, spec: NetworkSpec) -> RaisingCallNow:
         return cls()
@@ -40,6 +45,11 @@ class RaisingCallNow(ChainAdapter):
 
     def methods(self, chain: str) -> frozenset[str]:
         return frozenset({"probe_ok", "probe_raise", "probe_unencodable"})
+
+    def cache_epoch(self, chain: str) -> None:
+        if self.epoch_raises:
+            raise RuntimeError("cache_epoch failed on purpose")
+        return None
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         await trio.lowlevel.checkpoint()
@@ -118,11 +128,29 @@ async def test_a_plugin_fault_costs_its_request_or_connection_and_nothing_else(
                 assert (await bystander.call("probe_ok"))[1]["result"] == "ok"
                 assert (await faulty.call("probe_ok"))[1]["result"] == "ok"
 
-                # What escapes the call (a result that cannot be encoded) reaches the HTTP
-                # boundary of its connection: answered -32603 naming the adapter.
+                # A result that cannot be encoded: the plug-in boundary answers it, -32603
+                # naming the adapter, logged once; the connection goes on.
                 caplog.clear()
                 with caplog.at_level(logging.ERROR):
-                    _, escaped = await faulty.call("probe_unencodable")
+                    _, unencodable = await faulty.call("probe_unencodable")
+                    assert unencodable["error"]["code"] == -32603
+                    assert "raising-call-now" in unencodable["error"]["message"]
+                    assert (await faulty.call("probe_ok"))[1]["result"] == "ok"
+                logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
+                assert len(logged) == 1, [r.getMessage() for r in caplog.records]
+                assert "raising-call-now" in logged[0].getMessage()
+
+                # What escapes the dispatcher reaches the HTTP boundary of its connection:
+                # answered -32603 naming the adapter, logged once, that connection only.
+                adapter = next(iter(broker.networks)).adapter
+                assert isinstance(adapter, RaisingCallNow)
+                caplog.clear()
+                with caplog.at_level(logging.ERROR):
+                    adapter.epoch_raises = True
+                    try:
+                        _, escaped = await faulty.call("probe_ok")
+                    finally:
+                        adapter.epoch_raises = False
                     assert escaped["error"]["code"] == -32603
                     assert "raising-call-now" in escaped["error"]["message"]
                     assert (await bystander.call("probe_ok"))[1]["result"] == "ok"
@@ -133,7 +161,11 @@ async def test_a_plugin_fault_costs_its_request_or_connection_and_nothing_else(
 
                 # The same on a connection's own task (its first request is read there).
                 async with connected(broker.port) as fresh:
-                    _, first = await fresh.call("probe_unencodable")
+                    adapter.epoch_raises = True
+                    try:
+                        _, first = await fresh.call("probe_ok")
+                    finally:
+                        adapter.epoch_raises = False
                     assert first["error"]["code"] == -32603
                     assert "raising-call-now" in first["error"]["message"]
 

@@ -7,8 +7,9 @@ the broker finds it by name as it finds any installed adapter.
 
 Every method but ``misbehave_ok`` fails; ``call_now`` (the HTTP fast path, asked first) fails the
 same way as ``call`` for the methods named ``misbehave_now_*``, and leaves the others to ``call``.
-What is not the plug-in's to raise (``trio.Cancelled``, ``KeyboardInterrupt``, ``SystemExit``) is
-not among its faults: the broker lets those through, as they stop a task or the process.
+What is not the plug-in's to raise (``trio.Cancelled``, ``KeyboardInterrupt``) is not among its
+faults: the broker lets those through. A ``SystemExit`` or ``GeneratorExit`` the plug-in raises
+itself is its fault like any other.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def _raise(kind: str) -> Any:
         raise PluginBaseError("a plug-in's own BaseException")
     if kind == "BaseExceptionGroup":
         raise BaseExceptionGroup("several", [PluginBaseError("one"), ValueError("two")])
+    if kind == "SystemExit":  # a library calling sys.exit()
+        raise SystemExit(3)
+    if kind == "GeneratorExit":
+        raise GeneratorExit
     if kind == "msgspec.DecodeError":
         raise msgspec.DecodeError("from the plug-in's own decoding")
     raise RuntimeError(f"unknown kind {kind}")
@@ -67,6 +72,8 @@ RAISED: Final = (
     "BaseException",
     "BaseExceptionGroup",
     "msgspec.DecodeError",
+    "SystemExit",
+    "GeneratorExit",
 )
 
 #: The results that are not JSON, by method.
