@@ -81,14 +81,18 @@ def port_error(port: object, setting: str) -> str | None:
 
 
 def url_port_error(url: str, setting: str) -> str | None:
-    """Why the port of ``url`` cannot be had (None: it has none, or a valid one)."""
+    """Why a port of ``url`` cannot be had (None: it has none, or valid ones). A
+    ``redis+sentinel://`` URL names several ``host:port`` pairs, comma-separated: each is checked."""
     parts = urlsplit(url)
-    try:
-        parts.port  # noqa: B018 - urllib checks the port when it is read
-    except ValueError:
-        # Only the host is shown: a URL may carry a password or an API key.
-        where = f"{parts.scheme}://{parts.hostname or ''}"
-        return f"{setting}: the port in {where}:... is outside the range 0..65535 (or not a number)"
+    hosts = parts.netloc.rpartition("@")[2].split(",")
+    for host in hosts:
+        each = urlsplit(f"//{host}")
+        try:
+            each.port  # noqa: B018 - urllib checks the port when it is read
+        except ValueError:
+            # Only the host is shown: a URL may carry a password or an API key.
+            where = f"{parts.scheme}://{each.hostname or ''}"
+            return f"{setting}: the port in {where}:... is outside the range 0..65535 (or not a number)"
     return None
 
 

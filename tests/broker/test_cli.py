@@ -11,7 +11,7 @@ import trio
 
 from broker import frames
 from broker.cli import build_broker, parser
-from broker.config import Config, ConfigError, load_config
+from broker.config import Config, ConfigError, load_config, url_port_error
 from tests.adapters.upstream.e2e import FIXTURES, needs_fixtures
 from tests.support.rawws import RawWebSocket
 
@@ -201,6 +201,18 @@ def test_every_other_port_setting_is_checked(tmp_path: Path) -> None:
         ConfigError, match=r"the Redis URL: the port in redis://127\.0\.0\.1:\.\.\."
     ):
         build_broker(args, Config())
+
+
+def test_a_sentinel_url_has_each_of_its_ports_checked() -> None:
+    """``redis+sentinel://`` names several ``host:port`` pairs: each is checked, none refused
+    for the commas between them (found when the Sentinel tests met the port check)."""
+    good = "redis+sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/0"
+    assert url_port_error(good, "redis_url") is None
+    bad = "redis+sentinel://:pw@127.0.0.1:26379,10.0.0.2:99999/mymaster"
+    problem = url_port_error(bad, "redis_url")
+    assert problem is not None
+    assert "redis+sentinel://10.0.0.2:..." in problem
+    assert "pw" not in problem
 
 
 def test_an_enum_setting_names_its_choices(tmp_path: Path) -> None:
