@@ -1,5 +1,5 @@
 """The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads`` and ``logs`` (geth's
-params and errors), log filters indexed by address, else by first topic, else in a short list of
+params and errors), ``activity`` (scopecast's: every log naming an address, as emitter or topic), log filters indexed by address, else by first topic, else in a short list of
 catch-alls (so a log is checked only against filters that can match it), and the ``removed``
 replay of logs a reorganisation orphaned.
 
@@ -10,6 +10,7 @@ events the broker's head tracking makes of an adapter's blocks (:mod:`adapters.e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -31,6 +32,10 @@ UNSUBSCRIBE: Final = "eth_unsubscribe"
 NOTIFICATION: Final = "eth_subscription"
 NEW_HEADS: Final = "newHeads"
 LOGS: Final = "logs"
+ACTIVITY: Final = "activity"
+_ADDRESS: Final = re.compile(r"\A0x[0-9a-fA-F]{40}\Z")
+#: A topic holding an address: 12 zero bytes, then the address.
+_PADDING: Final = "0x" + "0" * 24
 _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
 
@@ -41,10 +46,12 @@ class EvmMatcher:
 
     kind: str
     criteria: LogCriteria | None = None
+    #: The address an ``activity`` subscription follows (lowercase).
+    address: str | None = None
 
     @property
     def key(self) -> Hashable:
-        return (self.kind, self.criteria)
+        return (self.kind, self.criteria, self.address)
 
     @property
     def notification(self) -> str:
@@ -78,6 +85,15 @@ def parse_subscribe(params: Any) -> EvmMatcher:
                 "invalid argument 1: a logs subscription takes only address and topics"
             )
         return EvmMatcher(LOGS, parse_criteria(filter_obj, where="invalid argument 1"))
+    if kind == ACTIVITY:
+        positional_count(params, 2, 2)
+        options = params[1]
+        address = options.get("address") if isinstance(options, dict) else None
+        if not isinstance(address, str) or not _ADDRESS.match(address):
+            raise InvalidParams(
+                'invalid argument 1: activity takes {"address": "0x" + 40 hex digits}'
+            )
+        return EvmMatcher(ACTIVITY, address=address.lower())
     if isinstance(kind, str):
         raise WireError(
             -32601,
@@ -101,16 +117,21 @@ class EvmIndex(SubscriptionIndex[S]):
     """The EVM subscriptions of one chain, indexed for matching: heads, and log filters by
     address, else by first topic, else in a short list of catch-alls, each grouped by criteria."""
 
-    __slots__ = ("by_address", "by_topic0", "catch_all", "heads")
+    __slots__ = ("activity", "by_address", "by_topic0", "catch_all", "heads")
 
     def __init__(self) -> None:
         self.heads: dict[S, None] = {}
+        #: ``activity`` subscriptions by the address they follow.
+        self.activity: dict[str, dict[S, None]] = {}
         self.by_address: dict[str, _Bucket[S]] = {}
         self.by_topic0: dict[str, _Bucket[S]] = {}
         self.catch_all: _Bucket[S] = {}
 
     def add(self, sub: S, matcher: EventMatcher) -> None:
         assert isinstance(matcher, EvmMatcher)
+        if matcher.address is not None:
+            self.activity.setdefault(matcher.address, {})[sub] = None
+            return
         criteria = matcher.criteria
         if criteria is None:
             self.heads[sub] = None
@@ -122,6 +143,13 @@ class EvmIndex(SubscriptionIndex[S]):
 
     def remove(self, sub: S, matcher: EventMatcher) -> None:
         assert isinstance(matcher, EvmMatcher)
+        if matcher.address is not None:
+            followers = self.activity.get(matcher.address)
+            if followers is not None:
+                followers.pop(sub, None)
+                if not followers:
+                    del self.activity[matcher.address]
+            return
         criteria = matcher.criteria
         if criteria is None:
             self.heads.pop(sub, None)
@@ -165,12 +193,23 @@ class EvmIndex(SubscriptionIndex[S]):
                 bucket = self.by_topic0.get(topics[0])
                 if bucket:
                     groups.extend([g for c, g in bucket.items() if c.matches(address, topics)])
+            if self.activity:
+                groups.extend(self._followers(address, topics))
             if not groups:
                 continue
             # A subscription is in one bucket only, and a log has one address and first topic:
             # no subscription is in two groups.
             matching = groups[0] if len(groups) == 1 else [s for g in groups for s in g]
             yield matching, log_payload(log.json, event.removed)
+
+    def _followers(self, address: str, topics: tuple[str, ...]) -> Iterator[dict[S, None]]:
+        """The ``activity`` subscriptions a log concerns: of its emitter, and of each address a
+        topic holds (each address once, so no subscription is in two groups)."""
+        named = {address, *(t[:2] + t[26:] for t in topics[1:] if t.startswith(_PADDING))}
+        for each in named:
+            followers = self.activity.get(each)
+            if followers:
+                yield followers
 
 
 def _leave(bucket: _Bucket[S], criteria: LogCriteria, sub: S) -> None:

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import trio
 
+from adapters.evm.chain_adapter import BlockSource
 from broker.access import (
     REFRESH_METHOD,
     AccessControl,
@@ -53,6 +54,7 @@ from broker.session_service import SessionService
 from broker.signing import SigningGateway
 from broker.start_up import is_loopback
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.webhooks import MemoryWebhookStore, RetryPolicy, WebhookService, WebhookSettings
 from broker.worker import ChainLeaders
 
 # -- Redis (README "Several processes (Redis)") -----------------------------------------------------
@@ -112,6 +114,27 @@ def _access_control(
         token_grace=config.server.token_grace,
         clock=clock,
     )
+
+
+def webhook_settings(server: ServerConfig) -> WebhookSettings:
+    """The webhooks' retries and bounds (``[server] webhook_*``)."""
+    policy = RetryPolicy(
+        initial=server.webhook_backoff_initial,
+        longest=server.webhook_backoff_max,
+        retry_for=server.webhook_retry_for,
+        backlog=server.webhook_backlog,
+    )
+    return WebhookSettings(policy, timeout=server.webhook_timeout)
+
+
+def _webhooks(config: Config, core: Core) -> WebhookService:
+    """The webhooks of the chains whose events travel on the bus (README "Webhooks")."""
+    families = {
+        n.chain: core.hub.families[n.chain]
+        for n in core.networks
+        if isinstance(n.adapter, BlockSource) and n.chain in core.hub.families
+    }
+    return WebhookService(core.bus, families, MemoryWebhookStore(), webhook_settings(config.server))
 
 
 def _serve_sessions(core: Core, sessions: SessionService) -> None:
@@ -210,7 +233,13 @@ def build_broker(
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
             core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
-    admin = AdminApi(networks, core.metrics, sessions, _admin_token(given, config, policy))
+    webhooks = None
+    if given.role == "all" and redis is None:  # one process: it delivers them too
+        webhooks = _webhooks(config, core)
+        services.append(webhooks.start)
+    admin = AdminApi(
+        networks, core.metrics, sessions, _admin_token(given, config, policy), webhooks=webhooks
+    )
     feed = OperatorFeed(sessions)
     policy.watch(feed.on_approval)
     sessions.watch_changes(feed.on_session_change)
