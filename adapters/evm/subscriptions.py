@@ -15,7 +15,15 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from adapters.base import EventMatcher, MethodDocs, S, SubscriptionFamily, SubscriptionIndex
+from adapters.base import (
+    ChainCall,
+    EventMatcher,
+    Follower,
+    MethodDocs,
+    S,
+    SubscriptionFamily,
+    SubscriptionIndex,
+)
 from adapters.evm.blocks import HeadEvent, LogsEvent
 from adapters.evm.log_filter import (
     BLOCK_RANGE_MEMBERS,
@@ -24,6 +32,13 @@ from adapters.evm.log_filter import (
     parse_criteria,
 )
 from adapters.evm.openrpc import stream_docs
+from adapters.evm.transactions import (
+    TRANSACTION,
+    TransactionFollower,
+    TransactionMatcher,
+    TransactionStatus,
+    parse_transaction,
+)
 from schemas.errors import InvalidParams, RpcError, ServerError, WireError
 from schemas.params import positional_count
 
@@ -69,7 +84,7 @@ class EvmMatcher:
         return None
 
 
-def parse_subscribe(params: Any) -> EvmMatcher:
+def parse_subscribe(params: Any) -> EvmMatcher | TransactionMatcher:
     """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones)."""
     if not isinstance(params, list):
         raise InvalidParams("non-array args")
@@ -85,6 +100,9 @@ def parse_subscribe(params: Any) -> EvmMatcher:
                 "invalid argument 1: a logs subscription takes only address and topics"
             )
         return EvmMatcher(LOGS, parse_criteria(filter_obj, where="invalid argument 1"))
+    if kind == TRANSACTION:
+        positional_count(params, 2, 2)
+        return parse_transaction(params)
     if kind == ACTIVITY:
         positional_count(params, 2, 2)
         options = params[1]
@@ -117,17 +135,22 @@ class EvmIndex(SubscriptionIndex[S]):
     """The EVM subscriptions of one chain, indexed for matching: heads, and log filters by
     address, else by first topic, else in a short list of catch-alls, each grouped by criteria."""
 
-    __slots__ = ("activity", "by_address", "by_topic0", "catch_all", "heads")
+    __slots__ = ("activity", "by_address", "by_topic0", "catch_all", "heads", "transactions")
 
     def __init__(self) -> None:
         self.heads: dict[S, None] = {}
         #: ``activity`` subscriptions by the address they follow.
         self.activity: dict[str, dict[S, None]] = {}
+        #: ``transaction`` subscriptions by hash, each with its own matcher (its own life).
+        self.transactions: dict[str, dict[S, TransactionMatcher]] = {}
         self.by_address: dict[str, _Bucket[S]] = {}
         self.by_topic0: dict[str, _Bucket[S]] = {}
         self.catch_all: _Bucket[S] = {}
 
     def add(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, TransactionMatcher):
+            self.transactions.setdefault(matcher.tx_hash, {})[sub] = matcher
+            return
         assert isinstance(matcher, EvmMatcher)
         if matcher.address is not None:
             self.activity.setdefault(matcher.address, {})[sub] = None
@@ -142,6 +165,13 @@ class EvmIndex(SubscriptionIndex[S]):
             bucket.setdefault(criteria, {})[sub] = None
 
     def remove(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, TransactionMatcher):
+            following = self.transactions.get(matcher.tx_hash)
+            if following is not None:
+                following.pop(sub, None)
+                if not following:
+                    del self.transactions[matcher.tx_hash]
+            return
         assert isinstance(matcher, EvmMatcher)
         if matcher.address is not None:
             followers = self.activity.get(matcher.address)
@@ -181,6 +211,12 @@ class EvmIndex(SubscriptionIndex[S]):
             if self.heads:
                 yield self.heads, event.block.header_json
             return
+        if isinstance(event, TransactionStatus):
+            following = self.transactions.get(event.matcher.tx_hash, {})
+            subs = [sub for sub, matcher in following.items() if matcher is event.matcher]
+            if subs:
+                yield subs, event.result
+            return
         if not isinstance(event, LogsEvent):
             return
         for log in event.block.logs:
@@ -201,6 +237,13 @@ class EvmIndex(SubscriptionIndex[S]):
             # no subscription is in two groups.
             matching = groups[0] if len(groups) == 1 else [s for g in groups for s in g]
             yield matching, log_payload(log.json, event.removed)
+
+    def ended(self, event: object) -> Iterable[S]:
+        """A transaction's last step ends its subscription."""
+        if not isinstance(event, TransactionStatus) or not event.final:
+            return ()
+        following = self.transactions.get(event.matcher.tx_hash, {})
+        return [sub for sub, matcher in following.items() if matcher is event.matcher]
 
     def _followers(self, address: str, topics: tuple[str, ...]) -> Iterator[dict[S, None]]:
         """The ``activity`` subscriptions a log concerns: of its emitter, and of each address a
@@ -227,7 +270,7 @@ class EvmSubscriptions(SubscriptionFamily):
     methods: ClassVar[Mapping[str, str]] = {SUBSCRIBE: UNSUBSCRIBE}
     integer_ids: ClassVar[bool] = False
 
-    def parse(self, method: str, params: Any) -> EvmMatcher:
+    def parse(self, method: str, params: Any) -> EvmMatcher | TransactionMatcher:
         return parse_subscribe(params)
 
     def notifications(self) -> frozenset[str]:
@@ -237,8 +280,12 @@ class EvmSubscriptions(SubscriptionFamily):
         return stream_docs()
 
     def kind(self, method: str, matcher: EventMatcher) -> str:
-        assert isinstance(matcher, EvmMatcher)
+        assert isinstance(matcher, EvmMatcher | TransactionMatcher)
         return matcher.kind
+
+    def follower(self, chain: str, call: ChainCall) -> Follower:
+        """The transactions' steps, asked of the node (:mod:`adapters.evm.transactions`)."""
+        return TransactionFollower(call)
 
     def new_index(self) -> EvmIndex[Any]:
         return EvmIndex()

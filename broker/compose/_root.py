@@ -38,6 +38,7 @@ from broker.config import Config, ConfigError, ServerConfig, network_specs
 from broker.connections import ConnectionHook
 from broker.console import OperatorConsole, OperatorFeed
 from broker.core import Core
+from broker.event_path import node_call
 from broker.limits import Limits
 from broker.networks import Networks
 from broker.redis import (
@@ -129,12 +130,18 @@ def webhook_settings(server: ServerConfig) -> WebhookSettings:
 
 def _webhooks(config: Config, core: Core) -> WebhookService:
     """The webhooks of the chains whose events travel on the bus (README "Webhooks")."""
-    families = {
-        n.chain: core.hub.families[n.chain]
+    on_bus = [
+        n
         for n in core.networks
         if isinstance(n.adapter, BlockSource) and n.chain in core.hub.families
-    }
-    return WebhookService(core.bus, families, MemoryWebhookStore(), webhook_settings(config.server))
+    ]
+    return WebhookService(
+        core.bus,
+        {n.chain: core.hub.families[n.chain] for n in on_bus},
+        MemoryWebhookStore(),
+        webhook_settings(config.server),
+        calls={n.chain: node_call(n) for n in on_bus},
+    )
 
 
 def _serve_sessions(core: Core, sessions: SessionService) -> None:

@@ -7,6 +7,7 @@ reader only queues: it never waits for a receiver, so the live fan-out never doe
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import random
@@ -19,7 +20,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from adapters.base import EventMatcher, SubscriptionFamily, SubscriptionIndex
+from adapters.base import ChainCall, EventMatcher, Follower, SubscriptionFamily, SubscriptionIndex
 from broker.bus import EventBus, Position
 from broker.events import ChainEvent
 from broker.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send
@@ -90,20 +91,27 @@ def _body(record: WebhookRecord, cursor: str, notification: str, result: bytes) 
     )
 
 
-def _deliveries(hook: _Webhook, position: Position, results: list[bytes]) -> list[Delivery]:
+def _deliveries(
+    hook: _Webhook, position: Position, results: list[bytes], *, by_content: bool = False
+) -> list[Delivery]:
     """An event's deliveries for one webhook; the ids are made of the webhook, the event's
     position and the notification's place in it, so a delivery read back after a restart or a
     replay carries the id it had (the receiver's idempotency key)."""
     last = len(results) - 1
     return [
         Delivery(
-            f"msg_{hook.record.id}_{position}_{n}",
+            f"msg_{hook.record.id}_{position}_{_tag(result) if by_content else n}",
             position,
             n == last,
             _body(hook.record, position, hook.matcher.notification, result),
         )
         for n, result in enumerate(results)
     ]
+
+
+def _tag(result: bytes) -> str:
+    """A family event's place (not on the log: a transaction's step) named by its content."""
+    return hashlib.sha256(result).hexdigest()[:16]
 
 
 class WebhookService:
@@ -116,10 +124,13 @@ class WebhookService:
         store: WebhookStore,
         settings: WebhookSettings | None = None,
         *,
+        calls: Mapping[str, ChainCall] | None = None,
         clock: Callable[[], float] = trio.current_time,
         draw: Callable[[], float] = random.random,
     ) -> None:
-        """``families``: the subscription family of each chain whose events the bus carries."""
+        """``families``: the subscription family of each chain whose events the bus carries;
+        ``calls``: each chain's node, for the family events that need it (a transaction's
+        steps)."""
         self._bus = bus
         self._families = dict(families)
         self._store = store
@@ -131,6 +142,13 @@ class WebhookService:
         self._positions: dict[str, Position] = {}
         self._slots = trio.Semaphore(settings.concurrency)
         self._nursery: trio.Nursery | None = None
+        self._followers: dict[str, Follower] = {}
+        for chain, call in (calls or {}).items():
+            follower = (
+                self._families[chain].follower(chain, call) if chain in self._families else None
+            )
+            if follower is not None:
+                self._followers[chain] = follower
 
     # -- running --------------------------------------------------------------------------------
 
@@ -152,10 +170,35 @@ class WebhookService:
             if position is not None and position != self._positions.get(record.chain):
                 await self._replay(hook, position)  # what it missed while no one delivered
         nursery.start_soon(self._serve_flusher)
+        for chain, follower in self._followers.items():
+            nursery.start_soon(follower.serve, self._index_of(chain), self._publisher(chain))
+
+    def _index_of(self, chain: str) -> Callable[[], SubscriptionIndex[_Webhook] | None]:
+        return lambda: self._indexes.get(chain)
+
+    def _publisher(self, chain: str) -> Callable[[object], None]:
+        def publish(event: object) -> None:
+            """A family event made here (a transaction's step): delivered at the chain's
+            current position, its delivery named by its content."""
+            index = self._indexes.get(chain)
+            position = self._positions.get(chain)
+            if index is None or position is None:
+                return
+            for hooks, payload in index.matching(event):
+                for hook in hooks:
+                    hook.queue.offer(_deliveries(hook, position, [payload], by_content=True))
+                    hook.poke()
+            for hook in list(index.ended(event)):  # its subscription is over; the webhook stays
+                index.remove(hook, hook.matcher)
+
+        return publish
 
     def _on_event(self, event: ChainEvent, position: Position) -> None:
         """One event from the bus: queue it for every webhook it concerns (never waits)."""
         self._positions[event.chain] = position
+        follower = self._followers.get(event.chain)
+        if follower is not None:
+            follower.on_event(event)
         index = self._indexes.get(event.chain)
         if index is None:
             return

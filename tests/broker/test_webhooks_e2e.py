@@ -15,6 +15,7 @@ import trio
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
 from tests.broker.test_subscriptions_e2e import mine, token_address, transfer
+from tests.broker.test_transaction_life_e2e import signed_transfer
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.waiting import eventually
 from tests.support.webhook_receiver import Receiver, webhook_receiver
@@ -272,3 +273,29 @@ async def test_the_readme_s_python_receiver_verifies_a_delivery() -> None:
                 await process.wait()
     delivery_id, cursor, _ = line.decode().split(" ", 2)
     assert delivery_id == f"msg_{hook['id']}_{cursor}_0"
+
+
+async def test_a_webhook_follows_a_transaction_to_finality() -> None:
+    with trio.fail_after(60):
+        async with (
+            running_broker(ServeOptions(block_time=0), config=Config(server=FAST)) as node,
+            webhook_receiver() as receiver,
+        ):
+            raw, tx_hash = await signed_transfer(node)
+            hook = await create(node, receiver, ["transaction", {"hash": tx_hash}])
+            assert (await node.rpc("eth_sendRawTransaction", [raw]))["result"] == tx_hash
+            await receiver.until(lambda: len(receiver.accepted) >= 1)
+            await mine(node, 12)
+            await receiver.until(lambda: len(receiver.accepted) >= 5)
+            await mine(node)
+            assert (await listed(node, hook))["state"] == "active"
+    results = [r.body["notification"]["params"]["result"] for r in receiver.accepted]
+    assert [(r["status"], r["depth"]) for r in results] == [
+        ("included", 0),
+        ("confirmed", 1),
+        ("confirmed", 6),
+        ("confirmed", 12),
+        ("finalized", 12),
+    ]
+    assert {r["hash"] for r in results} == {tx_hash}
+    assert len({r.delivery_id for r in receiver.accepted}) == 5
