@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from broker.metrics import Metrics
     from broker.networks import Networks
     from broker.session_service import SessionService
-    from broker.webhooks import WebhookService
+    from broker.webhooks import WebhookOperations
 
 
 WRONG_TOKEN = "missing or wrong admin token"
@@ -70,7 +70,7 @@ class AdminApi:
         sessions: SessionService,
         token: str | None,
         *,
-        webhooks: WebhookService | None = None,
+        webhooks: WebhookOperations | None = None,
     ) -> None:
         """``token`` None: no token was configured off loopback, so every request gets 401;
         ``webhooks``: the webhooks this broker delivers (None: no ``admin_*Webhook`` methods)."""
@@ -165,7 +165,7 @@ class AdminApi:
             raise _not_waiting(approval_id)
         return True
 
-    def _hooks(self) -> WebhookService:
+    def _hooks(self) -> WebhookOperations:
         assert self.webhooks is not None  # registered only with them
         return self.webhooks
 
@@ -180,7 +180,7 @@ class AdminApi:
         )
 
     async def _listWebhooks(self, ctx: CallContext, params: msgspec.Raw) -> Any:
-        return self._hooks().describe()
+        return await self._hooks().describe()
 
     async def _deleteWebhook(self, ctx: CallContext, params: msgspec.Raw) -> Any:
         return await self._hooks().delete(webhook_id_params.decode(params).id)

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import trio
 
-from adapters.evm.chain_adapter import BlockSource
 from broker.access import (
     REFRESH_METHOD,
     AccessControl,
@@ -34,11 +33,11 @@ from broker.compose._networks import (
     require_upstreams,
     specs_to_serve,
 )
+from broker.compose._webhooks import local_webhooks, redis_webhooks
 from broker.config import Config, ConfigError, ServerConfig, network_specs
 from broker.connections import ConnectionHook
 from broker.console import OperatorConsole, OperatorFeed
 from broker.core import Core
-from broker.event_path import node_call
 from broker.limits import Limits
 from broker.networks import Networks
 from broker.redis import (
@@ -55,7 +54,7 @@ from broker.session_service import SessionService
 from broker.signing import SigningGateway
 from broker.start_up import is_loopback
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
-from broker.webhooks import MemoryWebhookStore, RetryPolicy, WebhookService, WebhookSettings
+from broker.webhooks import WebhookOperations
 from broker.worker import ChainLeaders
 
 # -- Redis (README "Several processes (Redis)") -----------------------------------------------------
@@ -114,33 +113,6 @@ def _access_control(
         when_down=config.server.limits_when_redis_down,
         token_grace=config.server.token_grace,
         clock=clock,
-    )
-
-
-def webhook_settings(server: ServerConfig) -> WebhookSettings:
-    """The webhooks' retries and bounds (``[server] webhook_*``)."""
-    policy = RetryPolicy(
-        initial=server.webhook_backoff_initial,
-        longest=server.webhook_backoff_max,
-        retry_for=server.webhook_retry_for,
-        backlog=server.webhook_backlog,
-    )
-    return WebhookSettings(policy, timeout=server.webhook_timeout)
-
-
-def _webhooks(config: Config, core: Core) -> WebhookService:
-    """The webhooks of the chains whose events travel on the bus (README "Webhooks")."""
-    on_bus = [
-        n
-        for n in core.networks
-        if isinstance(n.adapter, BlockSource) and n.chain in core.hub.families
-    ]
-    return WebhookService(
-        core.bus,
-        {n.chain: core.hub.families[n.chain] for n in on_bus},
-        MemoryWebhookStore(),
-        webhook_settings(config.server),
-        calls={n.chain: node_call(n) for n in on_bus},
     )
 
 
@@ -240,10 +212,16 @@ def build_broker(
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
             core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
-    webhooks = None
-    if given.role == "all" and redis is None:  # one process: it delivers them too
-        webhooks = _webhooks(config, core)
-        services.append(webhooks.start)
+    webhooks: WebhookOperations | None = None
+    if redis is None:  # one process: it delivers them too
+        local = local_webhooks(core.bus, list(networks), server)
+        services.append(local.start)
+        webhooks = local
+    else:
+        shared = redis_webhooks(redis.client, list(networks), server)
+        webhooks = shared.shared
+        if given.role == "all":  # this process competes for their lease like a worker
+            services.append(shared.leader)
     admin = AdminApi(
         networks, core.metrics, sessions, _admin_token(given, config, policy), webhooks=webhooks
     )

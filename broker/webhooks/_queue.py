@@ -186,6 +186,10 @@ class DeliveryQueue:
         or deleted): it counts for nothing, the head stays as it was."""
         self._in_flight = False
 
+    def park(self, error: str) -> None:
+        """Park the webhook as failed (its position cannot be read back, say)."""
+        self._park(error)
+
     def _park(self, error: str) -> None:
         self.last_error = error
         if self._backlog:

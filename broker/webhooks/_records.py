@@ -5,7 +5,7 @@ one stopped."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -58,6 +58,24 @@ class WebhookStore(ABC):
         """Record a webhook's new position."""
 
 
+class SharedWebhookStore(WebhookStore):
+    """A store several processes share: the operator API of any of them asks for replays, the
+    one that delivers takes them and tells every webhook's state."""
+
+    @abstractmethod
+    async def request_replay(self, webhook_id: str, cursor: str) -> None: ...
+
+    @abstractmethod
+    async def take_replays(self) -> dict[str, str]:
+        """The replays asked for since the last call (each taken once)."""
+
+    @abstractmethod
+    async def write_states(self, states: dict[str, dict[str, Any]]) -> None: ...
+
+    @abstractmethod
+    async def read_states(self) -> dict[str, dict[str, Any]]: ...
+
+
 class MemoryWebhookStore(WebhookStore):
     """Webhooks of one process, gone when it stops."""
 
@@ -80,3 +98,23 @@ class MemoryWebhookStore(WebhookStore):
     async def set_position(self, webhook_id: str, position: str) -> None:
         if webhook_id in self._records:
             self._positions[webhook_id] = position
+
+
+class WebhookOperations(Protocol):
+    """What the operator API does with webhooks (``admin_*Webhook``)."""
+
+    async def create(
+        self, url: str, chain: str, method: str, params: Any, *, allow_private: bool
+    ) -> dict[str, str]:
+        """A new webhook: ``{"id", "secret"}``."""
+        ...
+
+    async def describe(self) -> list[dict[str, Any]]:
+        """Every webhook and its delivery state."""
+        ...
+
+    async def delete(self, webhook_id: str) -> bool: ...
+
+    async def replay(self, webhook_id: str, cursor: str) -> dict[str, Any]:
+        """Deliver again every event after ``cursor``: ``{"replayed"}``."""
+        ...

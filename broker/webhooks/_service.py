@@ -24,7 +24,7 @@ from adapters.base import ChainCall, EventMatcher, Follower, SubscriptionFamily,
 from broker.bus import EventBus, Position
 from broker.events import ChainEvent
 from broker.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send
-from broker.webhooks._records import WebhookRecord, WebhookStore
+from broker.webhooks._records import SharedWebhookStore, WebhookRecord, WebhookStore
 from broker.webhooks._sender import Outcome, post
 from broker.webhooks._signing import new_secret, secret_key, signed_headers
 from broker.webhooks._target import Target, check_literal
@@ -161,14 +161,7 @@ class WebhookService:
             )
             self._positions.update(started)
         for record, position in await self._store.load():
-            try:
-                hook = self._build(record, position)
-            except (InvalidParams, MethodNotFound) as exc:
-                log.warning("webhook %s cannot be delivered here: %s", record.id, exc)
-                continue
-            self._add(hook)
-            if position is not None and position != self._positions.get(record.chain):
-                await self._replay(hook, position)  # what it missed while no one delivered
+            await self._adopt(record, position)
         nursery.start_soon(self._serve_flusher)
         for chain, follower in self._followers.items():
             nursery.start_soon(follower.serve, self._index_of(chain), self._publisher(chain))
@@ -192,6 +185,44 @@ class WebhookService:
                 index.remove(hook, hook.matcher)
 
         return publish
+
+    async def _adopt(self, record: WebhookRecord, position: str | None) -> None:
+        """Deliver a stored webhook from after ``position``: what it missed while no process
+        delivered it first (read back from the chain's log), then the live events."""
+        try:
+            hook = self._build(record, position)
+        except (InvalidParams, MethodNotFound) as exc:
+            log.warning("webhook %s cannot be delivered here: %s", record.id, exc)
+            return
+        self._add(hook)
+        behind = position is not None and position != self._positions.get(record.chain)
+        if behind and position is not None and await self._replay(hook, position) is None:
+            hook.queue.park(
+                f"its position {position} is no longer on {record.chain}'s event log: "
+                "replay it from a newer cursor"
+            )
+
+    async def sync(self, store: SharedWebhookStore) -> None:
+        """Take up the webhooks other processes created, drop those they deleted, run the
+        replays they asked for, and tell them each webhook's state."""
+        records = await store.load()
+        kept = {record.id for record, _ in records}
+        for record, position in records:
+            if record.id not in self._hooks:
+                await self._adopt(record, position)
+        for hook_id in [h for h in self._hooks if h not in kept]:
+            self._drop(hook_id)
+        for hook_id, cursor in (await store.take_replays()).items():
+            hook = self._hooks.get(hook_id)
+            if hook is not None and await self._replay(hook, cursor) is None:
+                hook.queue.last_error = f"replay: cursor {cursor!r} is not on the event log"
+        await store.write_states({h.record.id: _describe(h) for h in self._hooks.values()})
+
+    async def serve_sync(self, store: SharedWebhookStore, every: float) -> None:
+        """:meth:`sync` every ``every`` seconds, until cancelled."""
+        while True:
+            await trio.sleep(every)
+            await self.sync(store)
 
     def _on_event(self, event: ChainEvent, position: Position) -> None:
         """One event from the bus: queue it for every webhook it concerns (never waits)."""
@@ -306,35 +337,29 @@ class WebhookService:
         """A new webhook, delivering from the chain's next event: ``{"id", "secret"}``."""
         if len(self._hooks) >= MAX_WEBHOOKS:
             raise InvalidParams(f"at most {MAX_WEBHOOKS} webhooks")
-        target = Target.parse(url)
-        check_literal(target, allow_private=allow_private)
-        record = WebhookRecord(
-            id="wh_" + secrets.token_hex(12),
-            url=url,
-            chain=chain,
-            method=method,
-            params=params,
-            allowPrivate=allow_private,
-            secret=new_secret(),
-            created=time.time(),
-        )
+        record = define_webhook(url, chain, method, params, allow_private, self._families)
         position = self._positions.get(chain)
-        hook = self._build(record, position)  # the family's errors for a bad subscription
+        hook = self._build(record, position)
         await self._store.save(record, position)
         self._add(hook)
         return {"id": record.id, "secret": record.secret}
 
-    def describe(self) -> list[dict[str, Any]]:
+    async def describe(self) -> list[dict[str, Any]]:
         """Each webhook and its state, oldest first."""
         return [_describe(h) for h in sorted(self._hooks.values(), key=lambda h: h.record.created)]
 
     async def delete(self, webhook_id: str) -> bool:
+        if not self._drop(webhook_id):
+            raise _unknown(webhook_id)
+        await self._store.delete(webhook_id)
+        return True
+
+    def _drop(self, webhook_id: str) -> bool:
         hook = self._hooks.pop(webhook_id, None)
         if hook is None:
-            raise _unknown(webhook_id)
+            return False
         hook.cancel.cancel()
         self._indexes[hook.record.chain].remove(hook, hook.matcher)
-        await self._store.delete(webhook_id)
         return True
 
     async def replay(self, webhook_id: str, cursor: str) -> dict[str, Any]:
@@ -379,6 +404,41 @@ class WebhookService:
         hook.queue.replay(cursor, deliveries)
         hook.poke()
         return len(deliveries)
+
+
+def define_webhook(
+    url: str,
+    chain: str,
+    method: str,
+    params: Any,
+    allow_private: bool,
+    families: Mapping[str, SubscriptionFamily],
+) -> WebhookRecord:
+    """A new webhook's definition, checked: its URL, its chain, its subscription (the family's
+    own errors for bad params, as a client subscribing would get)."""
+    target = Target.parse(url)
+    check_literal(target, allow_private=allow_private)
+    family = families.get(chain)
+    if family is None:
+        raise InvalidParams(f"invalid params: no chain {chain!r} with events here")
+    family.parse(method, params)
+    return WebhookRecord(
+        id="wh_" + secrets.token_hex(12),
+        url=url,
+        chain=chain,
+        method=method,
+        params=params,
+        allowPrivate=allow_private,
+        secret=new_secret(),
+        created=time.time(),
+    )
+
+
+def matching_count(family: SubscriptionFamily, record: WebhookRecord, events: list[Any]) -> int:
+    """How many deliveries ``events`` (a range of the chain's log) make for ``record``."""
+    index: SubscriptionIndex[str] = family.new_index()
+    index.add(record.id, family.parse(record.method, record.params))
+    return sum(1 for _, event in events for _ in index.matching(event))
 
 
 def _unknown(webhook_id: str) -> InvalidParams:
