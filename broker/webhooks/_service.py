@@ -100,7 +100,11 @@ def _deliveries(
     last = len(results) - 1
     return [
         Delivery(
-            f"msg_{hook.record.id}_{position}_{_tag(result) if by_content else n}",
+            # A step a follower made (not on the log) is named by its content alone: made again
+            # after a restart, at another position, it keeps its id.
+            f"msg_{hook.record.id}_{_tag(result)}"
+            if by_content
+            else f"msg_{hook.record.id}_{position}_{n}",
             position,
             n == last,
             _body(hook.record, position, hook.matcher.notification, result),
