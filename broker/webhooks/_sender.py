@@ -1,6 +1,6 @@
-"""The HTTP POST of one delivery (h11 over a trio stream): to the addresses the target's host
-resolves to and nowhere else, one request per connection, redirects never followed. The caller
-owns the timeout (``trio.fail_after`` around :func:`post`)."""
+"""The HTTP POSTs of one webhook (h11 over a trio stream): to the addresses the target's host
+resolves to and nowhere else, one at a time over a kept-alive connection, redirects never
+followed. The caller owns the timeout (``trio.move_on_after`` around :meth:`Sender.post`)."""
 
 from __future__ import annotations
 
@@ -67,37 +67,85 @@ def _tls() -> ssl.SSLContext:
     return _TLS
 
 
-async def post(
-    target: Target, headers: list[tuple[bytes, bytes]], body: bytes, *, allow_private: bool
-) -> Outcome:
-    """POST ``body`` to ``target`` with ``headers`` (and the usual ones); never raises for what
-    the network or the receiver does."""
-    try:
-        addresses = await resolve(target, allow_private=allow_private)
-    except RefusedTarget as exc:
-        return Outcome(None, ok=False, retryable=False, error=str(exc))
-    try:
-        stream: trio.abc.Stream = await trio.open_tcp_stream(addresses[0], target.port)
-    except OSError as exc:
-        return Outcome(
-            None, ok=False, retryable=True, error=f"cannot connect: {exc.strerror or exc}"
-        )
-    try:
-        if target.scheme == "https":
-            tls = trio.SSLStream(stream, _tls(), server_hostname=target.host)
-            await tls.do_handshake()
+class Sender:
+    """POSTs one webhook's deliveries, one at a time, over a kept-alive connection to the
+    target's checked addresses (re-resolved and checked whenever it connects again)."""
+
+    def __init__(self, target: Target, *, allow_private: bool) -> None:
+        self.target = target
+        self.allow_private = allow_private
+        self._stream: trio.abc.Stream | None = None
+        self._conn: h11.Connection | None = None
+
+    async def post(self, headers: list[tuple[bytes, bytes]], body: bytes) -> Outcome:
+        """POST ``body`` with ``headers`` (and the usual ones); never raises for what the
+        network or the receiver does. Cancelled (the caller's timeout), it leaves no connection
+        half used."""
+        reused = self._stream is not None
+        try:
+            outcome = await self._post(headers, body)
+            if outcome.status is None and reused and outcome.retryable:
+                # The receiver closed the idle connection meanwhile: once more on a new one.
+                outcome = await self._post(headers, body)
+            return outcome
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def _post(self, headers: list[tuple[bytes, bytes]], body: bytes) -> Outcome:
+        if self._stream is None:
+            refused = await self._connect()
+            if refused is not None:
+                return refused
+        assert self._stream is not None
+        assert self._conn is not None
+        try:
+            outcome = await _exchange(self._stream, self._conn, self.target, headers, body)
+        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+            outcome = Outcome(None, ok=False, retryable=True, error=f"connection failed: {exc}")
+        conn = self._conn
+        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            conn.start_next_cycle()  # kept alive for the next delivery
+        else:
+            await self.aclose()
+        return outcome
+
+    async def _connect(self) -> Outcome | None:
+        try:
+            addresses = await resolve(self.target, allow_private=self.allow_private)
+        except RefusedTarget as exc:
+            return Outcome(None, ok=False, retryable=False, error=str(exc))
+        try:
+            stream: trio.abc.Stream = await trio.open_tcp_stream(addresses[0], self.target.port)
+        except OSError as exc:
+            return Outcome(
+                None, ok=False, retryable=True, error=f"cannot connect: {exc.strerror or exc}"
+            )
+        if self.target.scheme == "https":
+            tls = trio.SSLStream(stream, _tls(), server_hostname=self.target.host)
+            try:
+                await tls.do_handshake()
+            except (OSError, trio.BrokenResourceError) as exc:
+                await trio.aclose_forcefully(stream)
+                return Outcome(None, ok=False, retryable=True, error=f"TLS failed: {exc}")
             stream = tls
-        return await _exchange(stream, target, headers, body)
-    except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
-        return Outcome(None, ok=False, retryable=True, error=f"connection failed: {exc}")
-    finally:
-        await trio.aclose_forcefully(stream)
+        self._stream = stream
+        self._conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_RESPONSE)
+        return None
+
+    async def aclose(self) -> None:
+        stream, self._stream, self._conn = self._stream, None, None
+        if stream is not None:
+            await trio.aclose_forcefully(stream)
 
 
 async def _exchange(
-    stream: trio.abc.Stream, target: Target, headers: list[tuple[bytes, bytes]], body: bytes
+    stream: trio.abc.Stream,
+    conn: h11.Connection,
+    target: Target,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
 ) -> Outcome:
-    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_RESPONSE)
     request = h11.Request(
         method="POST",
         target=target.path.encode(),
@@ -106,27 +154,28 @@ async def _exchange(
             (b"user-agent", USER_AGENT),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
             *headers,
         ],
     )
     await stream.send_all(
         conn.send(request) + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
     )
+    outcome: Outcome | None = None
+    read = 0
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
             data = await stream.receive_some(16384)
-            if not data:
-                return Outcome(
-                    None, ok=False, retryable=True, error="the receiver closed without answering"
-                )
+            read += len(data)
+            if read > MAX_RESPONSE and outcome is not None:
+                return outcome  # a long body: not read on (the connection is not kept)
             conn.receive_data(bytes(data))
             continue
         if isinstance(event, h11.Response):
-            retry_after = dict(event.headers).get(b"retry-after")
-            return judge(event.status_code, retry_after)
-        if isinstance(event, h11.ConnectionClosed):
-            return Outcome(
+            outcome = judge(event.status_code, dict(event.headers).get(b"retry-after"))
+        elif isinstance(event, h11.EndOfMessage) and outcome is not None:
+            return outcome
+        elif isinstance(event, h11.ConnectionClosed):
+            return outcome or Outcome(
                 None, ok=False, retryable=True, error="the receiver closed without answering"
             )

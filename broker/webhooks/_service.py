@@ -25,7 +25,7 @@ from broker.bus import EventBus, Position
 from broker.events import ChainEvent
 from broker.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send
 from broker.webhooks._records import SharedWebhookStore, WebhookRecord, WebhookStore
-from broker.webhooks._sender import Outcome, post
+from broker.webhooks._sender import Outcome, Sender
 from broker.webhooks._signing import new_secret, secret_key, signed_headers
 from broker.webhooks._target import Target, check_literal
 from schemas.errors import InvalidParams, MethodNotFound
@@ -63,6 +63,7 @@ class _Webhook:
     cancel: trio.CancelScope = field(default_factory=trio.CancelScope)
     attempt: trio.CancelScope | None = None
     stored_position: str | None = None
+    sender: Sender | None = None
 
     def poke(self) -> None:
         self.wake.set()
@@ -277,15 +278,19 @@ class WebhookService:
 
     async def _serve_webhook(self, hook: _Webhook) -> None:
         with hook.cancel:
-            while True:
-                step = hook.queue.next(self._clock())
-                if isinstance(step, Send):
-                    await self._attempt(hook, step.delivery)
-                    continue
-                hook.wake = trio.Event()
-                deadline = math.inf if step.when is None else step.when
-                with trio.move_on_at(deadline):
-                    await hook.wake.wait()
+            try:
+                while True:
+                    step = hook.queue.next(self._clock())
+                    if isinstance(step, Send):
+                        await self._attempt(hook, step.delivery)
+                        continue
+                    hook.wake = trio.Event()
+                    deadline = math.inf if step.when is None else step.when
+                    with trio.move_on_at(deadline):
+                        await hook.wake.wait()
+            finally:
+                if hook.sender is not None:
+                    await hook.sender.aclose()  # its kept-alive connection
 
     async def _attempt(self, hook: _Webhook, delivery: Delivery) -> None:
         async with self._slots:
@@ -294,9 +299,9 @@ class WebhookService:
             outcome: Outcome | None = None
             with trio.CancelScope() as hook.attempt:
                 with trio.move_on_after(self.settings.timeout):
-                    outcome = await post(
-                        hook.target, headers, delivery.body, allow_private=hook.record.allowPrivate
-                    )
+                    if hook.sender is None:
+                        hook.sender = Sender(hook.target, allow_private=hook.record.allowPrivate)
+                    outcome = await hook.sender.post(headers, delivery.body)
                 if outcome is None:
                     outcome = Outcome(
                         None,
