@@ -3,7 +3,7 @@ redis-server, a web process whose operator API defines the webhook, and workers,
 holds the webhooks' lease and delivers. The receiver answers 500 while the first worker retries;
 that worker is killed with ``kill -9`` mid-retry; the second takes the lease over and, once the
 receiver recovers, every head since the webhook was created arrives once, in order, signed
-(a repeat only with the delivery id it had)."""
+(a repeat only with the delivery id it had); a replay asked through the web process follows."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import trio
 
+from broker.cursors import position_order
 from tests.redis.test_deployment import (  # noqa: F401 - a fixture
     admin,
     redis_process,
@@ -66,6 +67,14 @@ async def test_a_worker_killed_mid_retry_loses_no_delivery(
                 return found["state"] == "active" and found["delivered"] >= 8
 
             await eventually(caught_up, "the listing shows the deliveries")
+            # A replay asked through the web process reaches the worker that delivers.
+            again_from = receiver.accepted[2].body["cursor"]
+            replayed = await admin(
+                web, "admin_replayWebhook", {"id": hook["id"], "cursor": again_from}
+            )
+            assert replayed["result"]["replayed"] >= 5
+            seen = len(receiver.accepted)
+            await receiver.until(lambda: len(receiver.accepted) >= seen + 5)
             nursery.cancel_scope.cancel()
     assert receiver.bad_signatures == 0
     by_id: dict[str, dict[str, object]] = {}
@@ -77,3 +86,7 @@ async def test_a_worker_killed_mid_retry_loses_no_delivery(
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
     # From the head after the webhook was created: what the killed worker owed was not lost.
     assert start < numbers[0] <= start + 2
+    # The replay sent again what followed its cursor, each with the id it had.
+    again = receiver.accepted[seen]
+    assert by_id[again.delivery_id] == again.body
+    assert position_order(str(again.body["cursor"])) > position_order(again_from)
