@@ -430,6 +430,8 @@ def define_webhook(
     family = families.get(chain)
     if family is None:
         raise InvalidParams(f"invalid params: no chain {chain!r} with events here")
+    if method not in family.methods:
+        raise MethodNotFound(method)
     family.parse(method, params)
     return WebhookRecord(
         id="wh_" + secrets.token_hex(12),

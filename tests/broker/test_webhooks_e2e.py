@@ -195,6 +195,15 @@ async def test_the_operator_s_mistakes_get_clear_errors() -> None:
                 },
             )
             assert wrong_kind["error"]["code"] == -32601
+            not_a_subscribe = await node.admin(
+                "admin_createWebhook",
+                {
+                    **base,
+                    "url": "https://example.com/",
+                    "subscription": {"method": "eth_unsubscribe", "params": ["newHeads"]},
+                },
+            )
+            assert not_a_subscribe["error"]["code"] == -32601
             missing = await node.admin("admin_createWebhook", {"url": "https://example.com/"})
             assert missing["error"]["code"] == -32602
             unknown = await node.admin("admin_deleteWebhook", {"id": "wh_nope"})
