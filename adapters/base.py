@@ -183,6 +183,11 @@ class SubscriptionIndex(ABC, Generic[S]):
         subscriptions it goes to, all of one matcher :attr:`~EventMatcher.key` or all not
         :attr:`~EventMatcher.one_shot`. The broker may remove subscriptions between two items."""
 
+    def ended(self, event: object) -> Iterable[S]:
+        """The subscriptions that end with ``event``, once it is delivered (a transaction's
+        last step); default: none."""
+        return ()
+
 
 class GroupedIndex(SubscriptionIndex[S]):
     """The default index: subscriptions grouped by their matcher's key, each group's payload
@@ -211,6 +216,29 @@ class GroupedIndex(SubscriptionIndex[S]):
             result = matcher.render(event)
             if result is not None:
                 yield list(subs), result
+
+
+class Follower(ABC):
+    """Events of a family's own that need the node's answers, not only the chain's events (the
+    EVM profile's transaction steps): one per chain, run by the broker wherever that chain's
+    subscriptions are held (see :meth:`SubscriptionFamily.follower`)."""
+
+    @abstractmethod
+    def on_event(self, event: object) -> None:
+        """Every event of the chain, as it is delivered (never waits)."""
+
+    @abstractmethod
+    async def serve(
+        self,
+        index: Callable[[], SubscriptionIndex[Any] | None],
+        publish: Callable[[object], None],
+    ) -> None:
+        """Run until cancelled: look at the subscriptions ``index()`` holds (the family's own
+        index of the chain, None before the first) and ``publish`` each event made for them."""
+
+
+ChainCall = Callable[[str, list[Any]], Awaitable[Any]]
+"""A call to a chain's node: method and params in, the decoded result out."""
 
 
 class SubscriptionFamily(ABC):
@@ -276,6 +304,11 @@ class SubscriptionFamily(ABC):
         """The error for an unsubscribe naming no subscription of the caller's (default:
         Solana's)."""
         return InvalidParams("Invalid subscription id.")
+
+    def follower(self, chain: str, call: ChainCall) -> Follower | None:
+        """What makes the family's events that need the node's answers on ``chain`` (``call``
+        asks its node); None (the default): every event comes from the adapter's reports."""
+        return None
 
 
 EventHandler = Callable[[object], Awaitable[None]]

@@ -2,7 +2,9 @@
 
 ``admin_listSessions``, ``admin_updateSession {apiKey, origin, sessionScopes}``,
 ``admin_revokeSession {apiKey, origin, scopes?}``, ``admin_listApprovals``,
-``admin_approve {id, accounts?, sessionScopes?}``, ``admin_reject {id}``.
+``admin_approve {id, accounts?, sessionScopes?}``, ``admin_reject {id}``; and, where webhooks are
+delivered, ``admin_createWebhook {url, chain, subscription, allowPrivate?}``, ``admin_listWebhooks``,
+``admin_deleteWebhook {id}``, ``admin_replayWebhook {id, cursor}`` (:mod:`broker.webhooks`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from broker.sessions.scopes import parse_scopes
 from schemas.admin import (
     DappParams,
     approve_params,
+    create_webhook_params,
     reject_params,
+    replay_webhook_params,
     revoke_session_params,
     update_session_params,
+    webhook_id_params,
 )
 from schemas.errors import InvalidParams, Unauthenticated, Unauthorized
 
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from broker.metrics import Metrics
     from broker.networks import Networks
     from broker.session_service import SessionService
+    from broker.webhooks import WebhookOperations
 
 
 WRONG_TOKEN = "missing or wrong admin token"
@@ -67,12 +73,15 @@ class AdminApi:
         token: str | None,
         *,
         public_token: bool = False,
+        webhooks: WebhookOperations | None = None,
     ) -> None:
         """``token`` None: no token was configured off loopback, so every request gets 401.
         ``public_token``: it is the public dev token (loopback only): then a request must name a
-        loopback host (see :mod:`broker.origins` on DNS rebinding)."""
+        loopback host (see :mod:`broker.origins` on DNS rebinding). ``webhooks``: the webhooks
+        this broker delivers (None: no ``admin_*Webhook`` methods)."""
         self.public_token = public_token
         self._sessions = sessions
+        self.webhooks = webhooks
         self._token = token.encode() if token is not None else None
         self._dispatcher = Dispatcher(networks, metrics, chain_calls=False)
         self._context = CallContext(networks.default, "admin", "admin")
@@ -85,6 +94,9 @@ class AdminApi:
             "reject",
         ):
             self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
+        if webhooks is not None:
+            for name in ("createWebhook", "listWebhooks", "deleteWebhook", "replayWebhook"):
+                self._dispatcher.register(f"admin_{name}", getattr(self, f"_{name}"))
 
     def accepts(self, token: str) -> bool:
         """Whether ``token`` opens the API (the banner says when it is the public dev token)."""
@@ -168,3 +180,27 @@ class AdminApi:
         if not self._sessions.policy.reject(approval_id):
             raise _not_waiting(approval_id)
         return True
+
+    def _hooks(self) -> WebhookOperations:
+        assert self.webhooks is not None  # registered only with them
+        return self.webhooks
+
+    async def _createWebhook(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        create = create_webhook_params.decode(params)
+        return await self._hooks().create(
+            create.url,
+            create.chain,
+            create.subscription.method,
+            create.subscription.params,
+            allow_private=create.allowPrivate,
+        )
+
+    async def _listWebhooks(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        return await self._hooks().describe()
+
+    async def _deleteWebhook(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        return await self._hooks().delete(webhook_id_params.decode(params).id)
+
+    async def _replayWebhook(self, ctx: CallContext, params: msgspec.Raw) -> Any:
+        replay = replay_webhook_params.decode(params)
+        return await self._hooks().replay(replay.id, replay.cursor)

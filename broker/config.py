@@ -120,6 +120,12 @@ class ServerConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Keys and limits (README "Keys and limits").
     limits_when_redis_down: Literal["open", "closed"] = "open"
     token_grace: float = 30.0
+    # Webhooks (README "Webhooks"): seconds, counts.
+    webhook_retry_for: float = 24 * 3600.0
+    webhook_timeout: float = 10.0
+    webhook_backoff_initial: float = 1.0
+    webhook_backoff_max: float = 300.0
+    webhook_backlog: int = 10_000
 
 
 class KeyConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

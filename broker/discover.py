@@ -162,6 +162,30 @@ ADMIN_METHODS: Final[dict[str, MethodDoc]] = {
         {"type": "boolean"},
         by_name=True,
     ),
+    "admin_createWebhook": _doc(
+        "Deliver a chain subscription to a URL, signed (Standard Webhooks)",
+        (
+            ParamDoc("url", {"type": "string"}),
+            ParamDoc("chain", {"type": "string"}),
+            ParamDoc("subscription", {"type": "object", "required": ["method"]}),
+            ParamDoc("allowPrivate", {"type": "boolean"}, False),
+        ),
+        {"type": "object", "required": ["id", "secret"]},
+        by_name=True,
+    ),
+    "admin_listWebhooks": _doc("Every webhook and its delivery state", (), {"type": "array"}),
+    "admin_deleteWebhook": _doc(
+        "Stop and forget a webhook",
+        (ParamDoc("id", {"type": "string"}),),
+        {"type": "boolean"},
+        by_name=True,
+    ),
+    "admin_replayWebhook": _doc(
+        "Deliver again every event after a cursor (a failed webhook becomes active)",
+        (ParamDoc("id", {"type": "string"}), ParamDoc("cursor", {"type": "string"})),
+        {"type": "object", "required": ["replayed"]},
+        by_name=True,
+    ),
 }
 
 

@@ -5,9 +5,12 @@ process ingests, each chain's ingestion publishing to the bus."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import msgspec
 import trio
 
+from adapters.base import Follower
 from adapters.evm.blocks import PendingTransaction
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.filters import FilterRegistry
@@ -15,7 +18,7 @@ from broker.bus import EventBus, MemoryLog, Position
 from broker.events import ChainEvent, FamilyEvent, HeadEvent
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
-from broker.networks import Networks
+from broker.networks import Network, Networks
 from broker.response_cache import HeadEpochs
 from broker.resume import ResumeKeeper
 from broker.subscriptions import SubscriptionHub
@@ -64,6 +67,13 @@ class EventPath:
         self._family_logs = family_logs
         self._resume = resume
         self._ingest = ingest
+        #: What makes each chain's family events that need the node (the EVM transaction steps).
+        self._followers: dict[str, Follower] = {}
+        for network in networks:
+            family = hub.families.get(network.chain)
+            follower = family.follower(network.chain, node_call(network)) if family else None
+            if follower is not None:
+                self._followers[network.chain] = follower
 
     def deliver(self, event: ChainEvent, position: Position) -> None:
         """One chain event read from the bus at ``position``."""
@@ -73,6 +83,9 @@ class EventPath:
             self._epochs.on_removed(event.chain)
         self._hub.publish(event, position)
         self._filters.on_event(event)
+        follower = self._followers.get(event.chain)
+        if follower is not None:
+            follower.on_event(event)
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Read the bus and the families' events from now on, and ingest, in ``nursery``."""
@@ -94,6 +107,8 @@ class EventPath:
                 pending = self._pending_feed(network.chain)
                 await nursery.start(adapter.serve_pending_transactions, network.chain, pending)
         nursery.start_soon(self._filters.serve_expiry)
+        for chain, follower in self._followers.items():
+            nursery.start_soon(follower.serve, self._index_of(chain), self._publisher(chain))
         if self._resume is not None:
             nursery.start_soon(self._resume.serve_flusher)
         if self._ingest:
@@ -111,6 +126,15 @@ class EventPath:
 
         return on_transaction
 
+    def _index_of(self, chain: str) -> Callable[[], Any]:
+        return lambda: self._hub.index(chain)
+
+    def _publisher(self, chain: str) -> Callable[[object], None]:
+        def publish(event: object) -> None:
+            self._hub.publish(FamilyEvent(chain, event))
+
+        return publish
+
     def _family_feed(
         self, chain: str, log: MemoryLog[FamilyEvent]
     ) -> Callable[[object], Awaitable[None]]:
@@ -120,3 +144,14 @@ class EventPath:
             self._hub.publish(wrapped, log.append(wrapped))
 
         return on_event
+
+
+def node_call(network: Network) -> Callable[[str, list[Any]], Awaitable[Any]]:
+    """A call to ``network``'s node through its adapter, answered decoded."""
+
+    async def call(method: str, params: list[Any]) -> Any:
+        raw = msgspec.Raw(msgspec.json.encode(params))
+        answer = await network.adapter.call(network.chain, method, raw)
+        return msgspec.json.decode(answer) if isinstance(answer, msgspec.Raw) else answer
+
+    return call

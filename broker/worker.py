@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NoReturn
 
 import anyio
@@ -330,6 +330,8 @@ class Worker:
         self.bus = RedisEventBus(self.client, maxlen=maxlen)
         self.metrics = Metrics()
         self.leaders = ChainLeaders(self.networks, self.bus, self.metrics, timing)
+        #: More that runs while Redis is held, started after the leaders (the webhooks' leader).
+        self.services: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._whole = trio.CancelScope()
         self._leading: trio.CancelScope | None = None
         self._adapters = list({id(n.adapter): n.adapter for n in self.networks}.values())
@@ -354,6 +356,8 @@ class Worker:
                     with trio.CancelScope() as self._leading:
                         async with trio.open_nursery() as nursery:
                             await self.leaders(nursery)
+                            for service in self.services:
+                                await service(nursery)
                             task_status.started()
                             await trio.sleep_forever()
         finally:

@@ -51,6 +51,29 @@ class RejectParams(ApprovalParams, kw_only=True):
     pass
 
 
+class WebhookSubscription(msgspec.Struct, kw_only=True):
+    """What a client would send to subscribe on the chain (``eth_subscribe`` and its params)."""
+
+    method: str
+    params: Any = msgspec.field(default_factory=list)
+
+
+class CreateWebhookParams(msgspec.Struct, kw_only=True):
+    url: str
+    chain: str
+    subscription: WebhookSubscription
+    allowPrivate: bool = False
+
+
+class WebhookIdParams(msgspec.Struct, kw_only=True):
+    id: str
+
+
+class ReplayWebhookParams(msgspec.Struct, kw_only=True):
+    id: str
+    cursor: str
+
+
 class ParamsDecoder(Generic[T]):
     """One method's params as ``kind``: an object, an array holding one object, or nothing
     (``null``, ``[]``: an object with no members). Build one per method, at module level."""
@@ -86,6 +109,9 @@ update_session_params: Final = ParamsDecoder(UpdateSessionParams)
 revoke_session_params: Final = ParamsDecoder(RevokeSessionParams)
 approve_params: Final = ParamsDecoder(ApproveParams)
 reject_params: Final = ParamsDecoder(RejectParams)
+create_webhook_params: Final = ParamsDecoder(CreateWebhookParams)
+webhook_id_params: Final = ParamsDecoder(WebhookIdParams)
+replay_webhook_params: Final = ParamsDecoder(ReplayWebhookParams)
 
 
 def _invalid(mistake: Mistake) -> InvalidParams:

@@ -353,11 +353,20 @@ _stream_doc = MethodDoc.of
 #: notification they send (a method doc without a result).
 STREAM_METHODS: Final[dict[str, MethodDoc]] = {
     "eth_subscribe": _stream_doc(
-        "Subscribe to newHeads or logs (WebSocket only; over HTTP -32601 notifications not "
-        "supported); answers the subscription id",
+        "Subscribe to newHeads, logs, activity (logs naming an address) or transaction (one "
+        "transaction's steps) (WebSocket only; over HTTP -32601 notifications not supported); "
+        "answers the subscription id",
         (
-            ParamDoc("subscription", {"type": "string", "enum": ["newHeads", "logs"]}),
-            ParamDoc("filter", ref("Filter"), False, "logs only: address and topics"),
+            ParamDoc(
+                "subscription",
+                {"type": "string", "enum": ["newHeads", "logs", "activity", "transaction"]},
+            ),
+            ParamDoc(
+                "filter",
+                ref("Filter"),
+                False,
+                'logs: address and topics; activity: {"address"}; transaction: {"hash"}',
+            ),
         ),
         _ID,
         _INVALID,

@@ -1,5 +1,7 @@
-"""The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads``, ``logs`` and, where
-the adapter follows its pool, ``newPendingTransactions`` (geth's params and errors), log filters indexed by address, else by first topic, else in a short list of
+"""The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads``, ``logs``, where
+the adapter follows its pool ``newPendingTransactions`` (geth's params and errors), ``activity``
+(scopecast's: every log naming an address, as emitter or topic) and ``transaction`` (one
+transaction's life), log filters indexed by address, else by first topic, else in a short list of
 catch-alls (so a log is checked only against filters that can match it), and the ``removed``
 replay of logs a reorganisation orphaned.
 
@@ -10,11 +12,20 @@ events the broker's head tracking makes of an adapter's blocks (:mod:`adapters.e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from adapters.base import EventMatcher, MethodDocs, S, SubscriptionFamily, SubscriptionIndex
+from adapters.base import (
+    ChainCall,
+    EventMatcher,
+    Follower,
+    MethodDocs,
+    S,
+    SubscriptionFamily,
+    SubscriptionIndex,
+)
 from adapters.evm.blocks import HeadEvent, LogsEvent, PendingTransaction
 from adapters.evm.log_filter import (
     BLOCK_RANGE_MEMBERS,
@@ -23,6 +34,13 @@ from adapters.evm.log_filter import (
     parse_criteria,
 )
 from adapters.evm.openrpc import stream_docs
+from adapters.evm.transactions import (
+    TRANSACTION,
+    TransactionFollower,
+    TransactionMatcher,
+    TransactionStatus,
+    parse_transaction,
+)
 from schemas.errors import InvalidParams, RpcError, ServerError, WireError
 from schemas.params import positional_count
 
@@ -32,6 +50,10 @@ NOTIFICATION: Final = "eth_subscription"
 NEW_HEADS: Final = "newHeads"
 LOGS: Final = "logs"
 NEW_PENDING_TRANSACTIONS: Final = "newPendingTransactions"
+ACTIVITY: Final = "activity"
+_ADDRESS: Final = re.compile(r"\A0x[0-9a-fA-F]{40}\Z")
+#: A topic holding an address: 12 zero bytes, then the address.
+_PADDING: Final = "0x" + "0" * 24
 _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
 
@@ -44,10 +66,12 @@ class EvmMatcher:
     criteria: LogCriteria | None = None
     #: ``newPendingTransactions``: whole transactions (geth's ``true``), else hashes.
     full: bool = False
+    #: The address an ``activity`` subscription follows (lowercase).
+    address: str | None = None
 
     @property
     def key(self) -> Hashable:
-        return (self.kind, self.criteria, self.full)
+        return (self.kind, self.criteria, self.full, self.address)
 
     @property
     def notification(self) -> str:
@@ -67,7 +91,7 @@ class EvmMatcher:
         return None
 
 
-def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher:
+def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher | TransactionMatcher:
     """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones);
     ``pending``: ``newPendingTransactions`` is served."""
     if not isinstance(params, list):
@@ -89,8 +113,26 @@ def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher:
                 "invalid argument 1: a logs subscription takes only address and topics"
             )
         return EvmMatcher(LOGS, parse_criteria(filter_obj, where="invalid argument 1"))
+    if kind == TRANSACTION:
+        positional_count(params, 2, 2)
+        return parse_transaction(params)
+    if kind == ACTIVITY:
+        positional_count(params, 2, 2)
+        options = params[1]
+        address = options.get("address") if isinstance(options, dict) else None
+        if not isinstance(address, str) or not _ADDRESS.match(address):
+            raise InvalidParams(
+                'invalid argument 1: activity takes {"address": "0x" + 40 hex digits}'
+            )
+        return EvmMatcher(ACTIVITY, address=address.lower())
     if isinstance(kind, str):
-        supported = [NEW_HEADS, LOGS, *([NEW_PENDING_TRANSACTIONS] if pending else [])]
+        supported = [
+            NEW_HEADS,
+            LOGS,
+            *([NEW_PENDING_TRANSACTIONS] if pending else []),
+            ACTIVITY,
+            TRANSACTION,
+        ]
         raise WireError(
             -32601, f'no "{kind}" subscription in eth namespace', data={"supported": supported}
         )
@@ -111,19 +153,37 @@ class EvmIndex(SubscriptionIndex[S]):
     """The EVM subscriptions of one chain, indexed for matching: heads, and log filters by
     address, else by first topic, else in a short list of catch-alls, each grouped by criteria."""
 
-    __slots__ = ("by_address", "by_topic0", "catch_all", "heads", "pending")
+    __slots__ = (
+        "activity",
+        "by_address",
+        "by_topic0",
+        "catch_all",
+        "heads",
+        "pending",
+        "transactions",
+    )
 
     def __init__(self) -> None:
         self.heads: dict[S, None] = {}
         #: ``newPendingTransactions`` subscriptions: those wanting hashes, those wanting the whole
         #: transactions.
         self.pending: tuple[dict[S, None], dict[S, None]] = ({}, {})
+        #: ``activity`` subscriptions by the address they follow.
+        self.activity: dict[str, dict[S, None]] = {}
+        #: ``transaction`` subscriptions by hash, each with its own matcher (its own life).
+        self.transactions: dict[str, dict[S, TransactionMatcher]] = {}
         self.by_address: dict[str, _Bucket[S]] = {}
         self.by_topic0: dict[str, _Bucket[S]] = {}
         self.catch_all: _Bucket[S] = {}
 
     def add(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, TransactionMatcher):
+            self.transactions.setdefault(matcher.tx_hash, {})[sub] = matcher
+            return
         assert isinstance(matcher, EvmMatcher)
+        if matcher.address is not None:
+            self.activity.setdefault(matcher.address, {})[sub] = None
+            return
         criteria = matcher.criteria
         if matcher.kind == NEW_PENDING_TRANSACTIONS:
             self.pending[matcher.full][sub] = None
@@ -137,7 +197,21 @@ class EvmIndex(SubscriptionIndex[S]):
             bucket.setdefault(criteria, {})[sub] = None
 
     def remove(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, TransactionMatcher):
+            following = self.transactions.get(matcher.tx_hash)
+            if following is not None:
+                following.pop(sub, None)
+                if not following:
+                    del self.transactions[matcher.tx_hash]
+            return
         assert isinstance(matcher, EvmMatcher)
+        if matcher.address is not None:
+            followers = self.activity.get(matcher.address)
+            if followers is not None:
+                followers.pop(sub, None)
+                if not followers:
+                    del self.activity[matcher.address]
+            return
         criteria = matcher.criteria
         if matcher.kind == NEW_PENDING_TRANSACTIONS:
             self.pending[matcher.full].pop(sub, None)
@@ -179,6 +253,12 @@ class EvmIndex(SubscriptionIndex[S]):
             if whole and event.json is not None:
                 yield whole, event.json
             return
+        if isinstance(event, TransactionStatus):
+            following = self.transactions.get(event.matcher.tx_hash, {})
+            subs = [sub for sub, matcher in following.items() if matcher is event.matcher]
+            if subs:
+                yield subs, event.result
+            return
         if not isinstance(event, LogsEvent):
             return
         for log in event.block.logs:
@@ -191,12 +271,30 @@ class EvmIndex(SubscriptionIndex[S]):
                 bucket = self.by_topic0.get(topics[0])
                 if bucket:
                     groups.extend([g for c, g in bucket.items() if c.matches(address, topics)])
+            if self.activity:
+                groups.extend(self._followers(address, topics))
             if not groups:
                 continue
             # A subscription is in one bucket only, and a log has one address and first topic:
             # no subscription is in two groups.
             matching = groups[0] if len(groups) == 1 else [s for g in groups for s in g]
             yield matching, log_payload(log.json, event.removed)
+
+    def ended(self, event: object) -> Iterable[S]:
+        """A transaction's last step ends its subscription."""
+        if not isinstance(event, TransactionStatus) or not event.final:
+            return ()
+        following = self.transactions.get(event.matcher.tx_hash, {})
+        return [sub for sub, matcher in following.items() if matcher is event.matcher]
+
+    def _followers(self, address: str, topics: tuple[str, ...]) -> Iterator[dict[S, None]]:
+        """The ``activity`` subscriptions a log concerns: of its emitter, and of each address a
+        topic holds (each address once, so no subscription is in two groups)."""
+        named = {address, *(t[:2] + t[26:] for t in topics[1:] if t.startswith(_PADDING))}
+        for each in named:
+            followers = self.activity.get(each)
+            if followers:
+                yield followers
 
 
 def _leave(bucket: _Bucket[S], criteria: LogCriteria, sub: S) -> None:
@@ -218,7 +316,7 @@ class EvmSubscriptions(SubscriptionFamily):
         """``pending``: the chain's adapter reports its pool's transactions (``newPendingTransactions``)."""
         self.pending = pending
 
-    def parse(self, method: str, params: Any) -> EvmMatcher:
+    def parse(self, method: str, params: Any) -> EvmMatcher | TransactionMatcher:
         return parse_subscribe(params, pending=self.pending)
 
     def notifications(self) -> frozenset[str]:
@@ -228,8 +326,12 @@ class EvmSubscriptions(SubscriptionFamily):
         return stream_docs(pending=self.pending)
 
     def kind(self, method: str, matcher: EventMatcher) -> str:
-        assert isinstance(matcher, EvmMatcher)
+        assert isinstance(matcher, EvmMatcher | TransactionMatcher)
         return matcher.kind
+
+    def follower(self, chain: str, call: ChainCall) -> Follower:
+        """The transactions' steps, asked of the node (:mod:`adapters.evm.transactions`)."""
+        return TransactionFollower(call)
 
     def new_index(self) -> EvmIndex[Any]:
         return EvmIndex()

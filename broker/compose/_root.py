@@ -33,6 +33,7 @@ from broker.compose._networks import (
     require_upstreams,
     specs_to_serve,
 )
+from broker.compose._webhooks import local_webhooks, redis_webhooks
 from broker.config import Config, ConfigError, ServerConfig, network_specs, port_error
 from broker.connections import ConnectionHook
 from broker.console import OperatorConsole, OperatorFeed
@@ -55,6 +56,7 @@ from broker.session_service import SessionService
 from broker.signing import SigningGateway
 from broker.start_up import is_loopback
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.webhooks import WebhookOperations
 from broker.worker import ChainLeaders
 
 # -- Redis (README "Several processes (Redis)") -----------------------------------------------------
@@ -240,8 +242,25 @@ def build_broker(
             core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
     if redis is not None:
         services.append(redis.repair_after_loss(sessions, core.resume, access))
+    webhooks: WebhookOperations | None = None
+    if redis is None:  # one process: it delivers them too
+        local = local_webhooks(core.bus, list(networks), server)
+        services.append(local.start)
+        webhooks = local
+    else:
+        shared = redis_webhooks(redis.client, list(networks), server)
+        webhooks = shared.shared
+        if given.role == "all":  # this process competes for their lease like a worker
+            services.append(shared.leader)
     token = _admin_token(given, config, policy)
-    admin = AdminApi(networks, core.metrics, sessions, token, public_token=token == DEV_ADMIN_TOKEN)
+    admin = AdminApi(
+        networks,
+        core.metrics,
+        sessions,
+        token,
+        public_token=token == DEV_ADMIN_TOKEN,
+        webhooks=webhooks,
+    )
     feed = OperatorFeed(sessions)
     policy.watch(feed.on_approval)
     sessions.watch_changes(feed.on_session_change)

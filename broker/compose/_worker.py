@@ -1,9 +1,11 @@
 """The ``scopecast worker`` role a config and options describe: the upstream networks' chain
-adapters, the Redis the web processes read, and a leader per chain (:class:`broker.worker.Worker`)."""
+adapters, the Redis the web processes read, a leader per chain (:class:`broker.worker.Worker`), and the
+webhooks' leader."""
 
 from __future__ import annotations
 
 from broker.compose._networks import ServeOptions, build_network, redis_url, require_upstreams
+from broker.compose._webhooks import redis_webhooks
 from broker.config import Config, ConfigError, network_specs
 from broker.redis import LeaseTiming
 from broker.worker import DEFAULT_TIMING, Worker
@@ -19,9 +21,12 @@ def build_worker(
     url = redis_url(options or ServeOptions(), config)
     if url is None:
         raise ConfigError("worker: needs --redis-url (or REDIS_URL)")
-    return Worker(
+    worker = Worker(
         [build_network(spec) for spec in specs],
         url,
         maxlen=config.server.stream_maxlen,
         timing=timing,
     )
+    # The worker competes for the webhooks' lease too (README "Webhooks").
+    worker.services.append(redis_webhooks(worker.client, worker.networks, config.server).leader)
+    return worker

@@ -236,9 +236,18 @@ class SubscriptionHub:
                     if taken.get(sub.id) is sub:
                         self._remove(taken, sub)
                         self.cursors.changed(sub.conn)
+        for sub in list(index.ended(_family_event(event))):  # its last step (a transaction's)
+            taken = connection_subs(sub.conn)
+            if taken.get(sub.id) is sub:
+                self._remove(taken, sub)
+                self.cursors.changed(sub.conn)
         if sent:
             self._metrics.notifications.inc(sent)
         return sent
+
+    def index(self, chain: str) -> SubscriptionIndex[Subscription] | None:
+        """The family's index of ``chain``'s subscriptions (None before the first)."""
+        return self._chains.get(chain)
 
     def replay(self, subs: list[Subscription], event: HubEvent) -> list[bytes]:
         """The frames ``subs`` (not attached) would have been sent for ``event``, in order; a

@@ -11,6 +11,7 @@ const CLOSE_WRONG_TOKEN = 4401;
 const REQUEST_PAGE = 20;
 const SESSION_PAGE = 50;
 const TREE_LIMIT = 400; // values shown per tree (typed data, unknown requests)
+const WEBHOOK_POLL = 2000; // ms between two looks at the webhooks (they are not on the feed)
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,8 +26,11 @@ const state = {
   sessionLimit: SESSION_PAGE,
   filter: "",
   renderQueued: false,
+  webhooks: [],
+  webhooksKey: "",
+  webhookTimer: null,
 };
-const built = { approvals: new Map(), sessions: new Map() }; // key -> {data, element}
+const built = { approvals: new Map(), sessions: new Map(), webhooks: new Map() }; // key -> {data, element}
 
 // -- small DOM helpers (text only) -------------------------------------------------------------
 
@@ -301,6 +305,54 @@ function buildSession(session) {
   return el("li", {}, card);
 }
 
+function buildWebhook(hook) {
+  const titleId = uid("webhook");
+  const card = el("article", { class: "card", "aria-labelledby": titleId });
+  card.append(
+    el("h3", { id: titleId, text: hook.url }),
+    fields([
+      ["Id", hook.id],
+      ["Chain", hook.chain],
+      ["Subscription", `${hook.subscription.method} ${JSON.stringify(hook.subscription.params)}`],
+      ["State", hook.state],
+      ["Position", hook.position ?? "none yet"],
+      ["Backlog", String(hook.backlog)],
+      ["Delivered", String(hook.delivered)],
+      ["Last error", hook.lastError ?? "none"],
+    ]),
+  );
+  if (hook.failedDeliveries.length > 0) {
+    const failed = el("ul", { class: "failed" });
+    for (const parked of hook.failedDeliveries) {
+      failed.append(el("li", { text: `${parked.id} (cursor ${parked.cursor}): ${parked.error}, ${parked.attempts} attempts` }));
+    }
+    card.append(el("h4", { text: "Failed deliveries" }), failed);
+  }
+  const replay = el("button", { type: "button", "aria-label": `Replay ${hook.id}`, text: "Replay from its position", disabled: !hook.position });
+  replay.addEventListener("click", () =>
+    answer(card, "admin_replayWebhook", { id: hook.id, cursor: hook.position }, `Replay ${hook.id}`).then(pollWebhooks),
+  );
+  const remove = el("button", { type: "button", class: "reject", "aria-label": `Delete ${hook.id}`, text: "Delete" });
+  remove.addEventListener("click", () => answer(card, "admin_deleteWebhook", { id: hook.id }, `Delete ${hook.id}`).then(pollWebhooks));
+  card.append(el("div", { class: "actions" }, replay, remove));
+  return el("li", {}, card);
+}
+
+async function pollWebhooks() {
+  if (state.token === null) return;
+  try {
+    const hooks = await admin("admin_listWebhooks", {});
+    const key = JSON.stringify(hooks);
+    if (key !== state.webhooksKey) {
+      state.webhooksKey = key;
+      state.webhooks = hooks;
+      scheduleRender();
+    }
+  } catch (error) {
+    complain(`Listing the webhooks failed: ${error.message}`);
+  }
+}
+
 // -- rendering the lists ---------------------------------------------------------------------
 
 function reconcile(list, items, cache, keyOf, build) {
@@ -342,6 +394,13 @@ function render() {
   $("sessions-count").textContent = `(${state.sessions.size})`;
   $("no-sessions").hidden = sessions.length > 0;
   $("more-sessions").hidden = sessions.length <= state.sessionLimit;
+  const hooks = state.webhooks;
+  // A webhook's element is rebuilt only when what the listing says of it changed.
+  const unchanged = (h) => built.webhooks.get(h.id)?.data;
+  const items = hooks.map((h) => (JSON.stringify(unchanged(h)) === JSON.stringify(h) ? unchanged(h) : h));
+  reconcile($("webhooks"), items, built.webhooks, (h) => h.id, buildWebhook);
+  $("webhooks-count").textContent = `(${hooks.length})`;
+  $("no-webhooks").hidden = hooks.length > 0;
   performance.measure("console-render", { start: started });
 }
 
@@ -414,6 +473,8 @@ function apply(message) {
       state.sessions = new Map(message.sessions.map((s) => [sessionKey(s.apiKey, s.origin), s]));
       $("dev-note").hidden = !message.devToken;
       showDashboard(true);
+      pollWebhooks();
+      if (state.webhookTimer === null) state.webhookTimer = setInterval(pollWebhooks, WEBHOOK_POLL);
       say(`Connected: ${message.approvals.length} waiting, ${message.sessions.length} live sessions.`);
       state.retry = 500;
       break;
@@ -489,8 +550,14 @@ function signOut() {
   state.sessions.clear();
   built.approvals.clear();
   built.sessions.clear();
+  clearInterval(state.webhookTimer);
+  state.webhookTimer = null;
+  state.webhooks = [];
+  state.webhooksKey = "";
+  built.webhooks.clear();
   $("requests").replaceChildren();
   $("sessions").replaceChildren();
+  $("webhooks").replaceChildren();
   showDashboard(false);
   say("Signed out.");
 }
