@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
-import ssl
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, cast
-from urllib.parse import urlsplit
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -35,6 +32,7 @@ from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder
 from ._options import UpstreamOptions, endpoint_label
+from ._websocket import WS_ERRORS, StreamOpener, WebSocketFailed, connect, leaves, open_stream
 
 log = logging.getLogger(__name__)
 
@@ -60,57 +58,6 @@ class _WsMessage(msgspec.Struct):
 
 
 _ws_decoder: Final = msgspec.json.Decoder(_WsMessage)
-
-
-class _WebSocketFailed(Exception):
-    """The upstream's WebSocket did not do its part (the message says what)."""
-
-
-#: What ends one WebSocket session (the source task then polls and retries later).
-_WS_ERRORS: Final = (
-    OSError,
-    trio.BrokenResourceError,
-    trio_websocket.HandshakeError,
-    trio_websocket.ConnectionClosed,
-    _WebSocketFailed,
-    msgspec.DecodeError,
-)
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return found
-
-
-#: Opens the byte stream a WebSocket URL's handshake goes over (a TCP or TLS connection).
-StreamOpener = Callable[[str], Awaitable[trio.abc.Stream]]
-
-
-async def _open_stream(url: str) -> trio.SocketStream | trio.SSLStream[trio.SocketStream]:
-    parts = urlsplit(url)
-    secure = parts.scheme == "wss"
-    host = parts.hostname or ""
-    port = parts.port or (443 if secure else 80)
-    if not secure:
-        return await trio.open_tcp_stream(host, port)
-    context = ssl.create_default_context()
-    return await trio.open_ssl_over_tcp_stream(
-        host, port, ssl_context=context, https_compatible=True
-    )
-
-
-def _host_header(url: str) -> str:
-    parts = urlsplit(url)
-    default = 443 if parts.scheme == "wss" else 80
-    host = parts.hostname or ""
-    return host if parts.port in (None, default) else f"{host}:{parts.port}"
-
-
-def _resource(url: str) -> str:
-    parts = urlsplit(url)
-    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +99,7 @@ class HeadFollower:
         fetcher: BlockFetcher,
         options: UpstreamOptions,
         *,
-        open_ws_stream: StreamOpener = _open_stream,
+        open_ws_stream: StreamOpener = open_stream,
     ) -> None:
         """``open_ws_stream``: how a connection to a ``ws`` URL is opened (tests pass one end of
         a memory stream)."""
@@ -211,14 +158,14 @@ class HeadFollower:
             label = endpoint_label(index, self.options.upstreams[index].ws or "")
             try:
                 await self._follow_ws(index, label)
-            except* _WS_ERRORS as ended:
+            except* WS_ERRORS as ended:
                 delay = self._ws_backoff[index].failed(trio.current_time())
                 log.warning(
                     "%s: newHeads over %s WebSocket ended (%s); polling over HTTP, "
                     "next WebSocket attempt in %g s",
                     self.network,
                     label,
-                    "; ".join(repr(exc) for exc in _leaves(ended)),
+                    "; ".join(repr(exc) for exc in leaves(ended)),
                     delay,
                 )
 
@@ -226,24 +173,13 @@ class HeadFollower:
         url = self.options.upstreams[index].ws
         assert url is not None
         async with trio.open_nursery() as nursery:  # runs trio-websocket's reader task
-            stream: trio.abc.Stream | None = None
-            with trio.move_on_after(self.options.connect_timeout):
-                stream = await self._open_ws_stream(url)
-            if stream is None:
-                raise _WebSocketFailed(f"cannot connect within {self.options.connect_timeout:g} s")
+            ws, stream = await connect(
+                nursery,
+                url,
+                connect_timeout=self.options.connect_timeout,
+                opener=self._open_ws_stream,
+            )
             try:
-                ws: trio_websocket.WebSocketConnection | None = None
-                with trio.move_on_after(self.options.connect_timeout):
-                    # Any trio stream will do (trio-websocket's documentation; its annotation
-                    # names only sockets and TLS).
-                    socket_like = cast(trio.SocketStream, stream)
-                    ws = await trio_websocket.wrap_client_stream(
-                        nursery, socket_like, _host_header(url), _resource(url)
-                    )
-                if ws is None:
-                    raise _WebSocketFailed(
-                        f"no WebSocket handshake within {self.options.connect_timeout:g} s"
-                    )
                 subscription = await self._subscribe(ws)
                 self._ws_backoff[index].succeeded()
                 log.info("%s: following newHeads over %s WebSocket", self.network, label)
@@ -267,9 +203,9 @@ class HeadFollower:
                 if reply.id != _SUBSCRIBE_ID:
                     continue
                 if reply.error is not None or not isinstance(reply.result, str):
-                    raise _WebSocketFailed(f"eth_subscribe newHeads refused: {reply.error!r}")
+                    raise WebSocketFailed(f"eth_subscribe newHeads refused: {reply.error!r}")
                 return reply.result
-        raise _WebSocketFailed(
+        raise WebSocketFailed(
             f"no reply to eth_subscribe within {self.options.request_timeout:g} s"
         )
 
@@ -292,7 +228,7 @@ class HeadFollower:
                     with trio.move_on_after(self.options.request_timeout) as pinging:
                         await ws.ping()
                     if pinging.cancelled_caught:
-                        raise _WebSocketFailed(
+                        raise WebSocketFailed(
                             f"no pong within {self.options.request_timeout:g} s: stalled"
                         )
                     quiet_since = trio.current_time()
