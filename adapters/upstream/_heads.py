@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 import trio
@@ -32,7 +32,15 @@ from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder
 from ._options import UpstreamOptions, endpoint_label
-from ._websocket import WS_ERRORS, StreamOpener, WebSocketFailed, connect, leaves, open_stream
+from ._websocket import (
+    WS_ERRORS,
+    StreamOpener,
+    connect,
+    leaves,
+    open_stream,
+    read_notifications,
+    subscribe,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +50,6 @@ _SUBSCRIBE: Final = (
 )
 _WS_CLOSE_TIMEOUT: Final = 2.0
 _str_decoder: Final = msgspec.json.Decoder(str)
-
-
-class _Params(msgspec.Struct):
-    subscription: str
-    result: msgspec.Raw
-
-
-class _WsMessage(msgspec.Struct):
-    id: Any = None
-    result: Any = None
-    error: Any = None
-    method: str | None = None
-    params: _Params | None = None
-
-
-_ws_decoder: Final = msgspec.json.Decoder(_WsMessage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +172,13 @@ class HeadFollower:
                 opener=self._open_ws_stream,
             )
             try:
-                subscription = await self._subscribe(ws)
+                subscription = await subscribe(
+                    ws,
+                    _SUBSCRIBE,
+                    _SUBSCRIBE_ID,
+                    name="eth_subscribe newHeads",
+                    reply_within=self.options.request_timeout,
+                )
                 self._ws_backoff[index].succeeded()
                 log.info("%s: following newHeads over %s WebSocket", self.network, label)
                 self._new_epoch(index)
@@ -195,57 +193,29 @@ class HeadFollower:
                     await stream.aclose()
                 nursery.cancel_scope.cancel()
 
-    async def _subscribe(self, ws: trio_websocket.WebSocketConnection) -> str:
-        await ws.send_message(_SUBSCRIBE)
-        with trio.move_on_after(self.options.request_timeout):
-            while True:
-                reply = _ws_decoder.decode(await ws.get_message())
-                if reply.id != _SUBSCRIBE_ID:
-                    continue
-                if reply.error is not None or not isinstance(reply.result, str):
-                    raise WebSocketFailed(f"eth_subscribe newHeads refused: {reply.error!r}")
-                return reply.result
-        raise WebSocketFailed(
-            f"no reply to eth_subscribe within {self.options.request_timeout:g} s"
-        )
-
     async def _read_heads(
-        self, ws: trio_websocket.WebSocketConnection, index: int, subscription: str
+        self, ws: trio_websocket.WebSocketConnection, index: int, subscription: str | int
     ) -> None:
         """Forward notifications until the connection fails or a better upstream is ready."""
-        quiet_since = next_check = trio.current_time()
-        while True:
-            message: str | bytes | None = None
-            with trio.move_on_after(self._tick):
-                message = await ws.get_message()
-            now = trio.current_time()
-            if now >= next_check:
-                next_check = now + self._tick
-                if self._ws_candidate(better_than=index) is not None:
-                    return
-            if message is None:
-                if now - quiet_since >= self.options.ws_ping_interval:
-                    with trio.move_on_after(self.options.request_timeout) as pinging:
-                        await ws.ping()
-                    if pinging.cancelled_caught:
-                        raise WebSocketFailed(
-                            f"no pong within {self.options.request_timeout:g} s: stalled"
-                        )
-                    quiet_since = trio.current_time()
-                continue
-            quiet_since = now
-            notification = _ws_decoder.decode(message)
-            params = notification.params
-            if notification.method != "eth_subscription" or params is None:
-                continue
-            if params.subscription != subscription:
-                continue
+
+        def on_header(result: msgspec.Raw) -> None:
             try:
-                header = Header.from_json(params.result)
+                header = Header.from_json(result)
             except BadUpstreamData as exc:
                 log.warning("%s: ignoring a bad newHeads header: %s", self.network, exc)
-                continue
+                return
             self._mailbox.put(_Hint(self._epoch, index, header=header))
+
+        await read_notifications(
+            ws,
+            "eth_subscription",
+            subscription,
+            on_header,
+            tick=self._tick,
+            ping_interval=self.options.ws_ping_interval,
+            request_timeout=self.options.request_timeout,
+            leave=lambda: self._ws_candidate(better_than=index) is not None,
+        )
 
     async def _poll_until_ws(self) -> None:
         """Poll ``eth_blockNumber`` until a WebSocket may be tried (forever without one)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Final, cast
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import msgspec
@@ -94,3 +94,84 @@ async def connect(
     if ws is None:
         raise WebSocketFailed(f"no WebSocket handshake within {connect_timeout:g} s")
     return ws, stream
+
+
+class _Params(msgspec.Struct):
+    subscription: Any
+    result: msgspec.Raw
+
+
+class _Message(msgspec.Struct):
+    id: Any = None
+    result: Any = None
+    error: Any = None
+    method: str | None = None
+    params: _Params | None = None
+
+
+_decoder: Final = msgspec.json.Decoder(_Message)
+
+
+async def subscribe(
+    ws: trio_websocket.WebSocketConnection,
+    request: bytes,
+    request_id: int,
+    *,
+    name: str,
+    reply_within: float,
+) -> str | int:
+    """Send a subscribe ``request`` (with id ``request_id``); the subscription id it answers
+    (geth's are strings, Solana's integers). ``name`` says what was asked, for errors."""
+    await ws.send_message(request)
+    with trio.move_on_after(reply_within):
+        while True:
+            reply = _decoder.decode(await ws.get_message())
+            if reply.id != request_id:
+                continue
+            result = reply.result
+            if reply.error is not None or not isinstance(result, str | int) or result is True:
+                raise WebSocketFailed(f"{name} refused: {reply.error!r}")
+            return result
+    raise WebSocketFailed(f"no reply to {name} within {reply_within:g} s")
+
+
+async def read_notifications(
+    ws: trio_websocket.WebSocketConnection,
+    method: str,
+    subscription: str | int,
+    on_result: Callable[[msgspec.Raw], None],
+    *,
+    tick: float,
+    ping_interval: float,
+    request_timeout: float,
+    leave: Callable[[], bool],
+) -> None:
+    """Hand each ``method`` notification's ``result`` of ``subscription`` to ``on_result`` until
+    the connection fails (raises) or, checked every ``tick`` seconds, ``leave()`` says so. A
+    connection quiet for ``ping_interval`` is pinged; no pong within ``request_timeout``: stalled."""
+    quiet_since = next_check = trio.current_time()
+    while True:
+        message: str | bytes | None = None
+        with trio.move_on_after(tick):
+            message = await ws.get_message()
+        now = trio.current_time()
+        if now >= next_check:
+            next_check = now + tick
+            if leave():
+                return
+        if message is None:
+            if now - quiet_since >= ping_interval:
+                with trio.move_on_after(request_timeout) as pinging:
+                    await ws.ping()
+                if pinging.cancelled_caught:
+                    raise WebSocketFailed(f"no pong within {request_timeout:g} s: stalled")
+                quiet_since = trio.current_time()
+            continue
+        quiet_since = now
+        notification = _decoder.decode(message)
+        params = notification.params
+        if notification.method != method or params is None:
+            continue
+        if params.subscription != subscription:
+            continue
+        on_result(params.result)
