@@ -32,7 +32,7 @@ from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder
 from ._options import UpstreamOptions, endpoint_label
-from ._websocket import (
+from .websocket import (
     WS_ERRORS,
     StreamOpener,
     connect,
