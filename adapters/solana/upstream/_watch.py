@@ -3,66 +3,48 @@
 Reading every account a block writes would cost a mainnet node dozens of ``getMultipleAccounts``
 a slot; an ``accountSubscribe`` names its account, so only watched ones are read. A
 ``programSubscribe`` matches by owner, which only the account itself tells: while one is open,
-every written account is read. The family's index (one per chain, made by the broker) keeps the
-counts as subscriptions come and go.
+every written account is read. What is watched is read from the live indexes' groups when a block
+is read (the broker also makes short-lived indexes to replay events to resumed subscriptions;
+they count while they live, and are forgotten with them).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import weakref
 from typing import Any
 
-from adapters.base import EventMatcher, GroupedIndex, SubscriptionIndex
+from adapters.base import GroupedIndex, SubscriptionIndex
 
 from .._pubsub import SolanaSubscriptions
 
 
 class WatchedAccounts:
-    """Subscriptions by watched account, and how many watch programs."""
+    """The subscription indexes of one chain, read for what they watch."""
 
     def __init__(self) -> None:
-        self.accounts: Counter[str] = Counter()
-        self.programs = 0
+        self.indexes: weakref.WeakSet[GroupedIndex[Any]] = weakref.WeakSet()
 
     def wanted(self, written: tuple[str, ...]) -> list[str]:
-        """Of the accounts a block wrote, those to read."""
-        if self.programs:
-            return list(written)
-        return [address for address in written if self.accounts[address] > 0]
-
-    def change(self, matcher: EventMatcher, delta: int) -> None:
-        key = matcher.key
-        if not isinstance(key, tuple) or not key:
-            return
-        if key[0] == "account":
-            self.accounts[key[1]] += delta
-            if self.accounts[key[1]] <= 0:
-                del self.accounts[key[1]]
-        elif key[0] == "program":
-            self.programs += delta
-
-
-class _WatchingIndex(GroupedIndex[Any]):
-    def __init__(self, watched: WatchedAccounts) -> None:
-        super().__init__()
-        self._watched = watched
-
-    def add(self, sub: Any, matcher: EventMatcher) -> None:
-        super().add(sub, matcher)
-        self._watched.change(matcher, 1)
-
-    def remove(self, sub: Any, matcher: EventMatcher) -> None:
-        group = self.groups.get(matcher.key)
-        if group is not None and sub in group[1]:
-            self._watched.change(matcher, -1)
-        super().remove(sub, matcher)
+        """Of the accounts a block wrote, those to read (in the block's order)."""
+        accounts: set[str] = set()
+        for index in list(self.indexes):
+            for key in index.groups:
+                if not isinstance(key, tuple) or not key:
+                    continue
+                if key[0] == "program":
+                    return list(written)
+                if key[0] == "account":
+                    accounts.add(key[1])
+        return [address for address in written if address in accounts]
 
 
 class UpstreamSubscriptions(SolanaSubscriptions):
-    """Solana's PubSub, its index telling the adapter what to read (:class:`WatchedAccounts`)."""
+    """Solana's PubSub, its indexes telling the adapter what to read (:class:`WatchedAccounts`)."""
 
     def __init__(self, watched: WatchedAccounts) -> None:
         self.watched = watched
 
     def new_index(self) -> SubscriptionIndex[Any]:
-        return _WatchingIndex(self.watched)
+        index: GroupedIndex[Any] = GroupedIndex()
+        self.watched.indexes.add(index)
+        return index
