@@ -177,6 +177,12 @@ class SlotFollower:
                 )
                 self._ws_backoff[index].succeeded()
                 log.info("%s: following slots over %s WebSocket", self.network, label)
+                # Where the new source stands, at once: a quiet node may notify nothing for a
+                # while, and the slots it has beyond the last reported are filled from there.
+                try:
+                    await self._sight_current(only=index)
+                except (RpcError, ValueError) as exc:
+                    raise WebSocketFailed(f"getSlot on the new source failed: {exc!r}") from exc
                 await self._read_slots(ws, index, subscription)
                 log.info("%s: leaving %s WebSocket for a better upstream", self.network, label)
                 with trio.move_on_after(_WS_CLOSE_TIMEOUT):
@@ -212,14 +218,9 @@ class SlotFollower:
         """Poll ``getSlot`` (and the root) until a WebSocket may be tried (forever without one)."""
         while True:
             try:
-                slot = await self._number("getSlot", b'[{"commitment":"processed"}]')
-                root = await self._number("getSlot", b'[{"commitment":"finalized"}]')
+                await self._sight_current()
             except (RpcError, msgspec.DecodeError, ValueError) as exc:
                 log.warning("%s: polling getSlot failed: %r", self.network, exc)
-            else:
-                last = self.sequencer.last
-                if last is None or slot > last:
-                    self._mailbox.put(Sighting(slot, None, root))
             if self._ws_candidate() is not None:
                 return
             now = trio.current_time()
@@ -231,10 +232,19 @@ class SlotFollower:
             if self._ws_candidate() is not None:
                 return
 
-    async def _number(self, method: str, params: bytes) -> int:
-        value = _decode.decode(await self.forwarder.call(method, params))
+    async def _sight_current(self, *, only: int | None = None) -> None:
+        """Put the node's current slot (and root) in the mailbox, if it is new."""
+        slot = await self._number(b'[{"commitment":"processed"}]', only)
+        root = await self._number(b'[{"commitment":"finalized"}]', only)
+        last = self.sequencer.last
+        if last is None or slot > last:
+            self._mailbox.put(Sighting(slot, None, root))
+
+    async def _number(self, params: bytes, only: int | None) -> int:
+        found, _index = await self.forwarder.call_tracked("getSlot", params, only=only)
+        value = _decode.decode(found)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise ValueError(f"{method} answered {value!r}")
+            raise ValueError(f"getSlot answered {value!r}")
         return value
 
     # -- the report task ------------------------------------------------------------------------
