@@ -1,0 +1,66 @@
+"""The keyring signs for a ``solana-upstream`` network when given keys (a mnemonic here), never
+with the public development mnemonic by default; the config picks the adapter from ``upstreams``
+on a ``solana:`` chain. A whole ``scopecast serve`` broker in this run, a node process behind it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from adapters._ed25519 import DEV_MNEMONIC
+from broker.compose import ServeOptions
+from broker.compose._networks import build_accounts
+from broker.config import Config, ConfigError, network_specs
+from tests.broker.test_solana_sessions_e2e import unsigned_transfer
+from tests.support.inprocess import dapp, running_broker
+
+from .nodes import ALICE, CHAIN, FAST, NETWORK, entry, fresh_address, node_result, solana_node
+
+SOL = 1_000_000_000
+
+
+def config(upstreams: list[dict[str, str]], accounts: dict[str, Any] | None) -> Config:
+    network = {"chain": CHAIN, "upstreams": upstreams, **FAST}
+    return Config(networks={NETWORK: network}, accounts=accounts)
+
+
+def test_upstreams_on_a_solana_chain_pick_the_solana_upstream_adapter() -> None:
+    upstreams = [{"http": "http://127.0.0.1:1/rpc"}]
+    specs, _ = network_specs(config(upstreams, None))
+    assert [s.adapter for s in specs] == ["solana-upstream"]
+    with pytest.raises(ConfigError, match=f"mnemonic or keystore_dir .*for {CHAIN}"):
+        build_accounts(config(upstreams, {"chains": [CHAIN]}), specs, None)
+
+
+async def test_sign_and_send_through_a_session_reaches_the_node(nursery: trio.Nursery) -> None:
+    with trio.fail_after(90):
+        node = await solana_node(nursery)
+        settings = config([entry(node)], {"chains": [CHAIN], "mnemonic": DEV_MNEMONIC})
+        async with running_broker(ServeOptions(), config=settings) as broker:
+            async with dapp(broker.ws_url(network=NETWORK)) as conn:
+                alice = str(ALICE.pubkey())
+                scopes = {
+                    CHAIN: {
+                        "methods": ["getLatestBlockhash", "signAndSendTransaction"],
+                        "notifications": [],
+                        "accounts": [f"{CHAIN}:{alice}"],
+                    }
+                }
+                await conn.result("wallet_createSession", {"optionalScopes": scopes})
+
+                async def call(method: str, params: Any) -> Any:
+                    request = {"scope": CHAIN, "request": {"method": method, "params": params}}
+                    return (await conn.result("wallet_invokeMethod", request))["result"]["result"]
+
+                blockhash = (await call("getLatestBlockhash", []))["value"]["blockhash"]
+                to = fresh_address()
+                unsigned = unsigned_transfer(alice, to, 2 * SOL, blockhash)
+                sent = await call(
+                    "signAndSendTransaction",
+                    {"account": {"address": alice}, "transaction": unsigned, "scope": CHAIN},
+                )
+        status = await node_result(node, "getSignatureStatuses", [sent["signature"]])
+        assert status["value"][0]["err"] is None
+        assert (await node_result(node, "getBalance", to))["value"] == 2 * SOL
