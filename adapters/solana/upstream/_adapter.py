@@ -92,7 +92,7 @@ class SolanaUpstreamAdapter(NetworkChainAdapter):
         )
         self.watched = WatchedAccounts()
         self.family = UpstreamSubscriptions(self.watched)
-        self.follower = SlotFollower(spec.name, self.forwarder, self.options, self.watched)
+        self._followers: list[SlotFollower] = []
         self._methods = self.options.methods
 
     async def start(self) -> None:
@@ -150,14 +150,26 @@ class SolanaUpstreamAdapter(NetworkChainAdapter):
     ) -> None:
         """Report slots, transactions and watched accounts from the upstreams until cancelled."""
         self._check_chain(chain)
-        await self.follower.serve(on_event, task_status=task_status)
+        # One follower per consumer: each gets every event from where it started.
+        follower = SlotFollower(self.spec.name, self.forwarder, self.options, self.watched)
+        self._followers.append(follower)
+        try:
+            await follower.serve(on_event, task_status=task_status)
+        finally:
+            self._followers.remove(follower)
+
+    @property
+    def reported_slot(self) -> int | None:
+        """The last slot reported to subscribers (None: none yet)."""
+        slots = [f.sequencer.last for f in self._followers if f.sequencer.last is not None]
+        return max(slots, default=None)
 
     # -- the response cache: finalized answers only ------------------------------------------------
 
     def cache_epoch(self, chain: str) -> CacheEpoch | None:
         # Only answers that never change are kept, so the epoch matters only as the last slot
         # opened (a block below it is closed: see answer_lifetime).
-        slot = self.follower.sequencer.last
+        slot = self.reported_slot
         head = -1 if slot is None else slot
         return CacheEpoch(head, str(head), 0)
 

@@ -52,6 +52,19 @@ async def solana_node(nursery: trio.Nursery, config: Path | None = None) -> Scop
     return await start_scopecast(nursery, *args)
 
 
+async def solana_nodes(nursery: trio.Nursery, *configs: Path | None) -> list[ScopecastProcess]:
+    """One node per config (None: the default dev network), started side by side."""
+    nodes: list[ScopecastProcess | None] = [None] * len(configs)
+
+    async def start(index: int) -> None:
+        nodes[index] = await solana_node(nursery, configs[index])
+
+    async with trio.open_nursery() as starting:
+        for index in range(len(configs)):
+            starting.start_soon(start, index)
+    return [node for node in nodes if node is not None]
+
+
 def entry(node: ScopecastProcess) -> dict[str, str]:
     return {"http": node.http_url(network=NETWORK), "ws": node.ws_url(network=NETWORK)}
 

@@ -17,7 +17,6 @@ from adapters.solana import dev_chain_id
 from adapters.solana.upstream import NoUsableSolanaUpstream
 from adapters.upstream import State
 from tests.support.inprocess import Dapp, dapp
-from tests.support.processes import ScopecastProcess
 
 from .nodes import (
     ALICE,
@@ -30,20 +29,21 @@ from .nodes import (
     result,
     rpc,
     signed_transfer,
-    solana_node,
+    solana_nodes,
 )
 from .test_one_node import first_slot, next_of
 
 ANOTHER_CLUSTER = dev_chain_id({"genesis_seed": "another cluster"})
 
 
-async def other_cluster_node(nursery: trio.Nursery, tmp_path: Path) -> ScopecastProcess:
+def other_cluster(tmp_path: Path) -> Path:
+    """A config whose Solana dev network is of another cluster (another genesis)."""
     config = tmp_path / "other.toml"
     config.write_text(
         f'[networks.solana]\nchain = "{ANOTHER_CLUSTER}"\nadapter = "solana-dev"\n'
         'genesis_seed = "another cluster"\n'
     )
-    return await solana_node(nursery, config)
+    return config
 
 
 async def slots_through(conn: Dapp, slots: list[int], top: int) -> None:
@@ -55,8 +55,7 @@ async def test_a_node_of_another_cluster_is_left_out(
     nursery: trio.Nursery, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with trio.fail_after(90):
-        other = await other_cluster_node(nursery, tmp_path)
-        good = await solana_node(nursery)
+        other, good = await solana_nodes(nursery, other_cluster(tmp_path), None)
         served = await front(nursery, [entry(other), entry(good)])
         states = [s.state for s in served.adapter.statistics()]
         assert states == [State.EXCLUDED, State.HEALTHY]
@@ -78,7 +77,7 @@ async def test_a_node_of_another_cluster_is_left_out(
 
 async def test_kill_9_of_the_first_node(nursery: trio.Nursery) -> None:
     with trio.fail_after(120):
-        first, second = await solana_node(nursery), await solana_node(nursery)
+        first, second = await solana_nodes(nursery, None, None)
         await level(first, second)
         served = await front(nursery, [entry(first), entry(second)])
         url = served.http_url
@@ -107,7 +106,7 @@ async def test_kill_9_of_the_first_node(nursery: trio.Nursery) -> None:
 
 async def test_sigstop_of_the_first_node(nursery: trio.Nursery) -> None:
     with trio.fail_after(120):
-        first, second = await solana_node(nursery), await solana_node(nursery)
+        first, second = await solana_nodes(nursery, None, None)
         await level(first, second)
         served = await front(nursery, [entry(first), entry(second)])
         url = served.http_url

@@ -1,7 +1,7 @@
 """One Solana node (a ``scopecast serve`` process) behind the ``solana-upstream`` adapter: calls
 forwarded byte for byte, the dev chain's limits, Solana's PubSub over the node's slots and blocks
-(every slot once, in order; transactions; accounts), and the response cache keeping only what is
-finalized."""
+(every slot once, in order; transactions; accounts), the SDK's conformance checks, and the
+response cache keeping only what is finalized."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from adapters.conformance import check_chain_adapter
 from tests.support.inprocess import Dapp, dapp
 from tests.support.processes import ScopecastProcess
 from tests.support.waiting import eventually
@@ -37,6 +38,25 @@ async def next_of(conn: Dapp, method: str, slots: list[int]) -> dict[str, Any]:
             return message
 
 
+SYSTEM_PROGRAM = "11111111111111111111111111111111"
+
+
+async def gather(conn: Dapp, counts: dict[str, int], slots: list[int]) -> dict[str, Any]:
+    """The ``result`` of the next notifications of each method, as many as ``counts`` says, and
+    under ``"order"`` the methods in the order they came; slots go to ``slots``."""
+    found: dict[str, Any] = {method: [] for method in counts}
+    found["order"] = []
+    while any(len(found[method]) < count for method, count in counts.items()):
+        message = await conn.notification()
+        method = message["method"]
+        if method == "slotNotification":
+            slots.append(message["params"]["result"]["slot"])
+        elif method in counts:
+            found[method].append(message["params"]["result"])
+            found["order"].append(method)
+    return found
+
+
 async def first_slot(conn: Dapp, node: ScopecastProcess, slots: list[int]) -> None:
     """Produce slots on ``node`` until one reaches the subscriber (the broker follows it)."""
     while not slots:
@@ -49,6 +69,7 @@ async def test_calls_pubsub_and_limits_through_one_node(nursery: trio.Nursery) -
     with trio.fail_after(90):
         node = await solana_node(nursery)
         served = await front(nursery, [entry(node)])
+        await check_chain_adapter(served.adapter)  # the SDK's checks, a second follower too
         url = served.http_url
         assert await result(url, "getGenesisHash") == await node_result(node, "getGenesisHash")
         owner = str(ALICE.pubkey())
@@ -69,22 +90,29 @@ async def test_calls_pubsub_and_limits_through_one_node(nursery: trio.Nursery) -
         async with dapp(served.ws_url) as conn:
             await conn.result("slotSubscribe", [])
             await conn.result("accountSubscribe", [to, {"encoding": "base64"}])
+            await conn.result("programSubscribe", [SYSTEM_PROGRAM, {"encoding": "base64"}])
             slots: list[int] = []
             await first_slot(conn, node, slots)
             signature, tx = await signed_transfer(url, to, 1_000_000_000)
             await conn.result("signatureSubscribe", [signature])
             assert await result(url, "sendTransaction", tx, {"encoding": "base64"}) == signature
             await advance(node, 1)  # the transaction's slot closes: its block is complete
-            # The block's transactions first, then the accounts they wrote (as the dev chain).
-            status = await next_of(conn, "signatureNotification", slots)
-            account = await next_of(conn, "accountNotification", slots)
+            found = await gather(
+                conn,
+                {"signatureNotification": 1, "accountNotification": 1, "programNotification": 2},
+                slots,
+            )
             landed = (await node_result(node, "getSignatureStatuses", [signature]))["value"][0]
-            assert status["params"]["result"] == {
-                "context": {"slot": landed["slot"]},
-                "value": {"err": None},
-            }
-            assert account["params"]["result"]["value"]["lamports"] == 1_000_000_000
-            assert account["params"]["result"]["context"]["slot"] >= landed["slot"]
+            # The block's transactions first, then the accounts they wrote (as the dev chain).
+            assert found["order"][0] == "signatureNotification"
+            (status,) = found["signatureNotification"]
+            assert status == {"context": {"slot": landed["slot"]}, "value": {"err": None}}
+            (account,) = found["accountNotification"]
+            assert account["value"]["lamports"] == 1_000_000_000
+            assert account["context"]["slot"] >= landed["slot"]
+            # Both accounts the transfer wrote are the system program's.
+            owned = {item["value"]["pubkey"] for item in found["programNotification"]}
+            assert owned == {str(ALICE.pubkey()), to}
             top = await advance(node, 5)
             while not slots or slots[-1] < top:
                 await next_of(conn, "slotNotification", slots)
@@ -105,7 +133,7 @@ async def test_the_cache_keeps_finalized_answers_only(nursery: trio.Nursery) -> 
         landed = (await node_result(node, "getSignatureStatuses", [signature]))["value"][0]["slot"]
         await advance(node, 2)
         await eventually(
-            lambda: (served.adapter.follower.sequencer.last or 0) > landed,
+            lambda: (served.adapter.reported_slot or 0) > landed,
             "the broker seeing the transaction's slot close",
         )
         kept = {
