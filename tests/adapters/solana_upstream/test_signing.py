@@ -1,6 +1,6 @@
 """The keyring signs for a ``solana-upstream`` network when given keys (a mnemonic here), never
-with the public development mnemonic by default; the config picks the adapter from ``upstreams``
-on a ``solana:`` chain. A whole ``scopecast serve`` broker in this run, a node process behind it."""
+with the public development mnemonic by default, and the session gets the account's change through
+``wallet_notify``; the config picks the adapter from ``upstreams`` on a ``solana:`` chain. A whole ``scopecast serve`` broker in this run, a node process behind it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,17 @@ from broker.config import Config, ConfigError, network_specs
 from tests.broker.test_solana_sessions_e2e import unsigned_transfer
 from tests.support.inprocess import dapp, running_broker
 
-from .nodes import ALICE, CHAIN, FAST, NETWORK, entry, fresh_address, node_result, solana_node
+from .nodes import (
+    ALICE,
+    CHAIN,
+    FAST,
+    NETWORK,
+    advance,
+    entry,
+    fresh_address,
+    node_result,
+    solana_node,
+)
 
 SOL = 1_000_000_000
 
@@ -43,8 +53,12 @@ async def test_sign_and_send_through_a_session_reaches_the_node(nursery: trio.Nu
                 alice = str(ALICE.pubkey())
                 scopes = {
                     CHAIN: {
-                        "methods": ["getLatestBlockhash", "signAndSendTransaction"],
-                        "notifications": [],
+                        "methods": [
+                            "getLatestBlockhash",
+                            "signAndSendTransaction",
+                            "accountSubscribe",
+                        ],
+                        "notifications": ["accountNotification"],
                         "accounts": [f"{CHAIN}:{alice}"],
                     }
                 }
@@ -56,11 +70,19 @@ async def test_sign_and_send_through_a_session_reaches_the_node(nursery: trio.Nu
 
                 blockhash = (await call("getLatestBlockhash", []))["value"]["blockhash"]
                 to = fresh_address()
+                await call("accountSubscribe", [to, {"encoding": "base64"}])
                 unsigned = unsigned_transfer(alice, to, 2 * SOL, blockhash)
                 sent = await call(
                     "signAndSendTransaction",
                     {"account": {"address": alice}, "transaction": unsigned, "scope": CHAIN},
                 )
+                await advance(node, 1)  # the transaction's slot closes
+                message = await conn.notification()
+                assert message["method"] == "wallet_notify"
+                assert message["params"]["scope"] == CHAIN
+                notification = message["params"]["notification"]
+                assert notification["method"] == "accountNotification"
+                assert notification["params"]["result"]["value"]["lamports"] == 2 * SOL
         status = await node_result(node, "getSignatureStatuses", [sent["signature"]])
         assert status["value"][0]["err"] is None
         assert (await node_result(node, "getBalance", to))["value"] == 2 * SOL

@@ -43,4 +43,3 @@ async def test_polled_and_reconnected_sources_miss_no_slot(nursery: trio.Nursery
             await slots_through(by_poll, polled_slots, top)
         assert polled_slots == list(range(polled_slots[0], top + 1))
         assert ws_slots == list(range(ws_slots[0], top + 1))
-
