@@ -66,6 +66,9 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
                 board.claim_probe(index, now)
                 nursery.start_soon(verify, index)
         if not any(board.usable(i) for i in range(len(board))):
+            # The broker closes only the adapters that started: the pooled connections are ours.
+            with trio.CancelScope(shield=True):
+                await self.forwarder.aclose()
             raise NoUsableUpstream(
                 f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
                 + "; ".join(sorted(outcomes))

@@ -47,6 +47,17 @@ class BlockEvents:
 
 
 def _transaction(slot: int, block_time: int, item: Any) -> tuple[TransactionEvent, list[str]]:
+    try:
+        return _decoded_transaction(slot, block_time, item)
+    except (AttributeError, TypeError, ValueError) as exc:
+        if isinstance(exc, BadBlock):
+            raise
+        raise BadBlock(f"slot {slot}: a transaction's meta that does not decode: {exc}") from exc
+
+
+def _decoded_transaction(
+    slot: int, block_time: int, item: Any
+) -> tuple[TransactionEvent, list[str]]:
     encoded, meta = item.get("transaction"), item.get("meta") or {}
     if not isinstance(encoded, list) or not encoded or not isinstance(encoded[0], str):
         raise BadBlock(f"slot {slot}: a transaction that is not base64")
@@ -86,13 +97,15 @@ def block_events(slot: int, data: bytes) -> BlockEvents:
         return BlockEvents(slot, (), ())
     if not isinstance(block, dict) or not isinstance(block.get("transactions", []), list):
         raise BadBlock(f"slot {slot}: the block is not an object with transactions")
-    block_time = block.get("blockTime") or 0
+    block_time = block.get("blockTime")
+    if not isinstance(block_time, int):
+        block_time = 0  # null while the node has not estimated it
     events: list[TransactionEvent] = []
     written: dict[str, None] = {}
     for item in block.get("transactions", []):
         if not isinstance(item, dict):
             raise BadBlock(f"slot {slot}: a transaction entry that is not an object")
-        event, keys = _transaction(slot, int(block_time), item)
+        event, keys = _transaction(slot, block_time, item)
         events.append(event)
         written.update(dict.fromkeys(keys))
     return BlockEvents(slot, tuple(events), tuple(written))
