@@ -46,10 +46,11 @@ log = logging.getLogger(__name__)
 _SUBSCRIBE_ID: Final = 1
 _SUBSCRIBE: Final = b'{"jsonrpc":"2.0","id":%d,"method":"slotSubscribe"}' % _SUBSCRIBE_ID
 _WS_CLOSE_TIMEOUT: Final = 2.0
-#: Solana's codes for a slot without a block yet (-32004), skipped (-32007), or a block not
-#: confirmed yet / on a fork (-32009, -32014).
+#: Solana's codes for a slot whose block is not there yet (-32004: not available; -32014: its
+#: status not known yet), or never will be on this node (-32001: cleaned up; -32007: skipped;
+#: -32009: missing in long-term storage).
 _NO_BLOCK_YET: Final = frozenset({-32004, -32014})
-_NO_BLOCK: Final = frozenset({-32007, -32009})
+_NO_BLOCK: Final = frozenset({-32001, -32007, -32009})
 _MAX_ACCOUNTS: Final = 100  # getMultipleAccounts' limit
 _BLOCK_RETRY: Final = 0.1
 _encode: Final = msgspec.json.Encoder().encode
@@ -273,6 +274,17 @@ class SlotFollower:
 
     async def _report(self, seen: Sighting, on_event: EventHandler) -> None:
         plan = self.sequencer.plan(seen)
+        if self.sequencer.given_up is not None:
+            first, last = self.sequencer.given_up
+            log.error(
+                "%s: slots %d to %d missed, more than %d filled one by one; reporting again "
+                "from slot %d",
+                self.network,
+                first,
+                last,
+                self.sequencer.max_fill,
+                seen.slot,
+            )
         if isinstance(plan, NeedSlots):
             between = await self._slots_with_blocks(plan)
             plan = self.sequencer.plan(seen, between)
@@ -338,6 +350,14 @@ class SlotFollower:
                     return bytes(await self.forwarder.call("getBlock", params))
                 except RpcError as exc:
                     if exc.code in _NO_BLOCK:
+                        if exc.code != -32007:  # a skipped slot is normal; the others are not
+                            log.warning(
+                                "%s: slot %d's block is not on the node (%s); its transactions "
+                                "are not reported",
+                                self.network,
+                                slot,
+                                exc.message,
+                            )
                         return None
                     if exc.code not in _NO_BLOCK_YET:
                         raise

@@ -8,7 +8,8 @@ one (its :class:`SlotEvent`), the order in which the dev chain reports them. Whe
 does not follow the last one (a notification dropped behind a slow consumer, a reconnect, a switch
 to another upstream, polling), the plan needs the slots with a block in between first
 (:class:`NeedSlots`: the shell asks ``getBlocks``). A slot at or below the last one reported is
-ignored: a lagging node after a switch must not report anything twice.
+ignored: a lagging node after a switch must not report anything twice. A gap longer than
+``max_fill`` slots is given up: the plan starts again at the new slot.
 
 The shell reports each step's slot back (:meth:`SlotSequencer.reported`) only once its events
 went out, so a plan cut short by a failure is planned again from where it stopped.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Final
 
 from .._events import SlotEvent
 
@@ -48,18 +50,30 @@ class NeedSlots:
     last: int
 
 
+#: The longest gap filled slot by slot (about an hour of Solana's 400 ms slots); past it the
+#: reported chain starts again at the new slot, as the EVM ingestion restarts its window.
+MAX_FILL: Final = 10_000
+
+
 class SlotSequencer:
     """Plans the steps from the last reported slot to each new sighting."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_fill: int = MAX_FILL) -> None:
+        self.max_fill = max_fill
         #: The last slot whose :class:`SlotEvent` went out (None: none yet).
         self.last: int | None = None
+        #: The slots given up by the last plan (a gap longer than ``max_fill``), for the log.
+        self.given_up: tuple[int, int] | None = None
 
     def plan(self, seen: Sighting, between: list[int] | None = None) -> list[Step] | NeedSlots:
         """The steps to ``seen``; :class:`NeedSlots` first when slots in between must be known
         (then call again with ``between``: ``getBlocks`` over that range). An empty plan: nothing
         new."""
         last = self.last
+        self.given_up = None
+        if last is not None and seen.slot - last - 1 > self.max_fill:
+            self.given_up = (last + 1, seen.slot - 1)
+            last = None
         if last is None:
             # The first sighting: report from here on (what came before is history).
             parent = seen.parent if seen.parent is not None else max(seen.slot - 1, 0)

@@ -64,3 +64,12 @@ def test_a_plan_cut_short_is_planned_again_from_where_it_stopped() -> None:
     run(sequencer, steps[:1])  # slot 2 went out, then the upstream failed
     again = sequencer.plan(Sighting(5, 4, 4), [3, 4])
     assert run(sequencer, again) == [(2, 3), (3, 4), (4, 5)]
+
+
+def test_a_gap_longer_than_the_fill_limit_starts_again_at_the_sighting() -> None:
+    sequencer = SlotSequencer(max_fill=5)
+    run(sequencer, sequencer.plan(Sighting(10, 9, 9)))
+    assert sequencer.plan(Sighting(16, 15, 15)) == NeedSlots(11, 15)  # 5 between: filled
+    assert sequencer.given_up is None
+    assert sequencer.plan(Sighting(17, 16, 16)) == [Step(None, SlotEvent(17, 16, 16))]
+    assert sequencer.given_up == (11, 16)
