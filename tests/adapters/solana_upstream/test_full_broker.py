@@ -1,20 +1,24 @@
-"""The keyring signs for a ``solana-upstream`` network when given keys (a mnemonic here), never
-with the public development mnemonic by default, and the session gets the account's change through
-``wallet_notify``; the config picks the adapter from ``upstreams`` on a ``solana:`` chain. A whole ``scopecast serve`` broker in this run, a node process behind it."""
+"""A whole broker in front of a node: the config picks the adapter from ``upstreams`` on a
+``solana:`` chain; the keyring signs for the network when given keys (a mnemonic here), never with
+the public development mnemonic by default, and the session gets the account's change through
+``wallet_notify``; a dropped subscriber resumes with its cursor. A whole ``scopecast serve`` broker in this run, a node process behind it."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import trio
 
 from adapters._ed25519 import DEV_MNEMONIC
+from adapters.solana.upstream import SolanaUpstreamAdapter
 from broker.compose import ServeOptions
 from broker.compose._networks import build_accounts
 from broker.config import Config, ConfigError, network_specs
 from tests.broker.test_solana_sessions_e2e import unsigned_transfer
 from tests.support.inprocess import dapp, running_broker
+from tests.support.waiting import eventually
 
 from .nodes import (
     ALICE,
@@ -27,6 +31,7 @@ from .nodes import (
     node_result,
     solana_node,
 )
+from .test_one_node import first_slot
 
 SOL = 1_000_000_000
 
@@ -86,3 +91,29 @@ async def test_sign_and_send_through_a_session_reaches_the_node(nursery: trio.Nu
         status = await node_result(node, "getSignatureStatuses", [sent["signature"]])
         assert status["value"][0]["err"] is None
         assert (await node_result(node, "getBalance", to))["value"] == 2 * SOL
+
+
+async def test_a_dropped_subscriber_resumes_with_its_cursor(nursery: trio.Nursery) -> None:
+    with trio.fail_after(90):
+        node = await solana_node(nursery)
+        async with running_broker(ServeOptions(), config=config([entry(node)], None)) as broker:
+            url = broker.ws_url(network=NETWORK)
+            async with dapp(url) as conn:
+                subscription = await conn.result("slotSubscribe", [])
+                slots: list[int] = []
+                await first_slot(conn, node, slots)
+                cursor = conn.last_cursor
+            assert cursor is not None
+            top = await advance(node, 3)
+            network = broker.broker.networks.by_name(NETWORK)
+            assert network is not None
+            adapter = network.adapter
+            assert isinstance(adapter, SolanaUpstreamAdapter)
+            await eventually(lambda: adapter.reported_slot == top, "the broker at the node's slot")
+            async with dapp(f"{url}?resume={quote(cursor)}") as again:
+                replayed = [await again.notification() for _ in range(3)]
+                assert [m["params"]["subscription"] for m in replayed] == [subscription] * 3
+                assert [m["params"]["result"]["slot"] for m in replayed] == [top - 2, top - 1, top]
+                done = await again.notification()
+                assert done["method"] == "scopecast_resumed"
+                assert done["params"] == {"replayed": 3, "complete": True}
