@@ -11,7 +11,12 @@ import msgspec
 
 from .. import _wire as wire
 from .._errors import invalid_params
-from .._methods import MAX_BLOCKS_RANGE, MAX_MULTIPLE_ACCOUNTS, MAX_SIGNATURE_STATUSES
+from .._methods import (
+    MAX_BLOCKS_RANGE,
+    MAX_MULTIPLE_ACCOUNTS,
+    MAX_SIGNATURE_STATUSES,
+    MAX_SIGNATURES_FOR_ADDRESS,
+)
 
 _decode: Final = msgspec.json.Decoder()
 
@@ -29,16 +34,32 @@ def _blocks_range(params: list[Any]) -> None:
         raise invalid_params(f"Slot range too large; max {MAX_BLOCKS_RANGE}")
 
 
+def _config(params: list[Any]) -> Any:
+    return params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
+
+
+def _signatures_limit(params: list[Any]) -> None:
+    limit = _config(params).get("limit")
+    if isinstance(limit, int) and limit > MAX_SIGNATURES_FOR_ADDRESS:
+        raise invalid_params(f"Invalid limit; max {MAX_SIGNATURES_FOR_ADDRESS}")
+
+
+def _program_filters(params: list[Any]) -> None:
+    wire.program_filters(_config(params).get("filters"))
+
+
 _CHECKS: Final[dict[str, Callable[[list[Any]], None]]] = {
     "getMultipleAccounts": _first_list(MAX_MULTIPLE_ACCOUNTS),
     "getSignatureStatuses": _first_list(MAX_SIGNATURE_STATUSES),
+    "getSignaturesForAddress": _signatures_limit,
+    "getProgramAccounts": _program_filters,
     "getBlocks": _blocks_range,
 }
 
 
 def check_params(method: str, params: bytes) -> None:
-    """Raise Solana's -32602 for params the broker refuses (not an array; more entries than the
-    method's limit)."""
+    """Raise Solana's -32602 for params the broker refuses (not an array; more entries, a longer
+    range or more filters than the method's limit)."""
     if not params.lstrip().startswith(b"["):
         raise invalid_params("invalid type: map, expected a sequence")
     check = _CHECKS.get(method)

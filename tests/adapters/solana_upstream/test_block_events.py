@@ -123,3 +123,10 @@ def test_the_brokers_own_checks_use_solanas_texts() -> None:
     with pytest.raises(InvalidParams, match="Slot range too large"):
         check_params("getBlocks", b"[0, 500001]")
     check_params("getBlocks", b"[0, 500000]")
+    with pytest.raises(InvalidParams, match="Invalid limit; max 1000"):
+        check_params("getSignaturesForAddress", b'["x", {"limit": 1001}]')
+    check_params("getSignaturesForAddress", b'["x", {"limit": 1000}]')
+    five = [{"dataSize": 1}] * 5
+    with pytest.raises(InvalidParams, match="at most 4 filters"):
+        check_params("getProgramAccounts", json.dumps(["x", {"filters": five}]).encode())
+    check_params("getProgramAccounts", json.dumps(["x", {"filters": five[:4]}]).encode())
