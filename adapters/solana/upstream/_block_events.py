@@ -2,16 +2,20 @@
 
 A closed slot's block (``getBlock`` with base64 transactions) gives one :class:`TransactionEvent`
 per transaction, in the block's order, and the accounts the transactions could write (static
-writable keys, then the writable ones loaded from lookup tables). Those accounts' state after the
-slot (``getMultipleAccounts``, base64) gives one :class:`AccountEvent` each: one notification per
-account and slot, as a Solana node's ``accountSubscribe`` sends.
+writable keys, then the writable ones loaded from lookup tables) with each one's lamports at the
+end of the slot (the ``postBalances`` of the last transaction naming it). Those accounts read
+(``getMultipleAccounts``, base64) give one :class:`AccountEvent` each: one notification per account
+and slot, as a Solana node's ``accountSubscribe`` sends. A node can only be asked for an account as
+it is now, which may be a slot or two later: the lamports are the block's own, exact, so that every
+transfer shows in its slot; the data is as read (README "Solana upstream nodes").
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -44,6 +48,8 @@ class BlockEvents:
     slot: int
     transactions: tuple[TransactionEvent, ...]
     written: tuple[str, ...]
+    #: Each written account's lamports at the end of the slot.
+    lamports: Mapping[str, int] = field(default_factory=dict)
 
 
 def _transaction(slot: int, block_time: int, item: Any) -> tuple[TransactionEvent, list[str]]:
@@ -83,6 +89,8 @@ def _decoded_transaction(
         post_balances=tuple(int(b) for b in meta.get("postBalances") or ()),
     )
     written = [str(key) for key in writable_keys(tx)] + loaded_writable
+    if len(record.post_balances) != len(record.accounts):
+        raise BadBlock(f"slot {slot}: postBalances do not match the transaction's accounts")
     return TransactionEvent(record), written
 
 
@@ -102,30 +110,51 @@ def block_events(slot: int, data: bytes) -> BlockEvents:
         block_time = 0  # null while the node has not estimated it
     events: list[TransactionEvent] = []
     written: dict[str, None] = {}
+    lamports: dict[str, int] = {}
     for item in block.get("transactions", []):
         if not isinstance(item, dict):
             raise BadBlock(f"slot {slot}: a transaction entry that is not an object")
         event, keys = _transaction(slot, block_time, item)
         events.append(event)
         written.update(dict.fromkeys(keys))
-    return BlockEvents(slot, tuple(events), tuple(written))
+        balances = dict(zip(event.record.accounts, event.record.post_balances, strict=True))
+        lamports.update((key, balances[key]) for key in keys)
+    return BlockEvents(slot, tuple(events), tuple(written), lamports)
 
 
-def account_events(addresses: list[str], data: bytes) -> list[AccountEvent]:
-    """One event per address, from ``getMultipleAccounts``'s ``result`` (base64 data), stamped
-    with the slot the node read them at."""
+def account_events(found: BlockEvents, addresses: list[str], data: bytes) -> list[AccountEvent]:
+    """One event per address of ``found``'s block, from ``getMultipleAccounts``'s ``result``
+    (base64 data) read at the block's slot or later, with the block's own lamports."""
     try:
         reply = _decoder.decode(data)
-        slot = int(reply["context"]["slot"])
+        read_at = int(reply["context"]["slot"])
         values = reply["value"]
     except (msgspec.DecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadBlock(f"accounts: not a getMultipleAccounts result: {exc}") from exc
     if not isinstance(values, list) or len(values) != len(addresses):
         raise BadBlock(f"accounts: {len(addresses)} asked, another number answered")
-    return [
-        AccountEvent(address, _account(value), slot)
-        for address, value in zip(addresses, values, strict=True)
-    ]
+    if read_at < found.slot:
+        raise BadBlock(f"accounts: read at slot {read_at}, before the block's {found.slot}")
+    events = []
+    for address, value in zip(addresses, values, strict=True):
+        account = _account(value)
+        lamports = found.lamports.get(address)
+        if lamports == 0:
+            account = None  # closed by the end of the slot, whatever came later
+        elif account is not None and lamports is not None:
+            account = _with_lamports(account, lamports)
+        events.append(AccountEvent(address, account, found.slot))
+    return events
+
+
+def _with_lamports(account: Account, lamports: int) -> Account:
+    return Account(
+        lamports=lamports,
+        data=bytes(account.data),
+        owner=account.owner,
+        executable=account.executable,
+        rent_epoch=account.rent_epoch,
+    )
 
 
 def _account(value: Any) -> Account | None:

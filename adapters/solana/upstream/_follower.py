@@ -111,8 +111,6 @@ class SlotFollower:
         self._mailbox = _Mailbox()
         self._tick = min(options.poll_interval, options.ws_ping_interval, 1.0)
         self._open_ws_stream = open_ws_stream
-        #: Per account read, the slot its reported state was read at (none older is reported).
-        self._read_at: dict[str, int] = {}
 
     async def serve(
         self,
@@ -323,8 +321,7 @@ class SlotFollower:
             return []
         found = block_events(slot, data)
         events: list[SolanaEvent] = list(found.transactions)
-        # A state already reported as of this slot or later includes this block's writes.
-        wanted = [a for a in self.watched.wanted(found.written) if self._read_at.get(a, -1) < slot]
+        wanted = self.watched.wanted(found.written)
         for start in range(0, len(wanted), _MAX_ACCOUNTS):
             chunk = wanted[start : start + _MAX_ACCOUNTS]
             config: dict[str, Any] = {
@@ -333,11 +330,7 @@ class SlotFollower:
                 "minContextSlot": slot,
             }
             result = await self.forwarder.call("getMultipleAccounts", _encode([chunk, config]))
-            for event in account_events(chunk, bytes(result)):
-                self._read_at[event.address] = event.slot
-                events.append(event)
-        for address in [a for a, at in self._read_at.items() if at < slot]:
-            del self._read_at[address]  # older than any block still to come: bounded
+            events.extend(account_events(found, chunk, bytes(result)))
         return events
 
     async def _block(self, slot: int) -> bytes | None:

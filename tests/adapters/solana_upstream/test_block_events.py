@@ -16,7 +16,12 @@ from solders.transaction import Transaction
 
 from adapters.solana._events import TransactionEvent
 from adapters.solana._pubsub import parse
-from adapters.solana.upstream._block_events import BadBlock, account_events, block_events
+from adapters.solana.upstream._block_events import (
+    BadBlock,
+    BlockEvents,
+    account_events,
+    block_events,
+)
 from adapters.solana.upstream._limits import check_params
 from schemas.errors import InvalidParams
 
@@ -76,6 +81,7 @@ def test_a_failed_transaction_keeps_the_nodes_error_json() -> None:
         a_block(a_transfer()).replace(b'"fee": 5000', b'"fee": "much"'),
         a_block(a_transfer()).replace(b'"loadedAddresses": {', b'"loadedAddresses": 5, "x": {'),
         a_block(a_transfer()).replace(b'"meta": {', b'"meta": [{').replace(b"}}]}", b"}]}]}"),
+        a_block(a_transfer()).replace(b'"postBalances": [5, 5, 1]', b'"postBalances": [5]'),
     ],
 )
 def test_a_block_that_is_not_one_is_refused(data: bytes) -> None:
@@ -87,25 +93,41 @@ def test_no_block_gives_no_events() -> None:
     assert block_events(42, b"null").transactions == ()
 
 
-def test_accounts_are_read_with_the_slot_the_node_read_them_at() -> None:
+def test_accounts_carry_the_blocks_slot_and_lamports_whenever_they_are_read() -> None:
+    found = block_events(42, a_block(a_transfer()))
+    assert found.lamports == {str(PAYER.pubkey()): 5, str(TO.pubkey()): 5}
     owner = str(Keypair().pubkey())
     value = {
-        "lamports": 9,
+        "lamports": 9,  # a later slot's: the block's own 5 is reported
         "data": [base64.b64encode(b"\x01\x02").decode(), "base64"],
         "owner": owner,
         "executable": False,
         "rentEpoch": 3,
         "space": 2,
     }
+    payer, to = str(PAYER.pubkey()), str(TO.pubkey())
     reply = json.dumps({"context": {"slot": 50}, "value": [value, None]}).encode()
-    first, closed = account_events(["A", "B"], reply)
-    assert (first.address, first.slot, first.account is not None) == ("A", 50, True)
+    first, closed = account_events(found, [payer, to], reply)
+    assert (first.address, first.slot) == (payer, 42)
     assert first.account is not None
-    assert bytes(first.account.data) == b"\x01\x02"
-    assert (closed.address, closed.account) == ("B", None)
-    for bad in (b"[]", b'{"context": {"slot": 1}, "value": [null]}', b'{"context": {}}'):
+    assert (first.account.lamports, bytes(first.account.data)) == (5, b"\x01\x02")
+    assert str(first.account.owner) == owner
+    assert (closed.address, closed.slot, closed.account) == (to, 42, None)
+    emptied = found.lamports | {payer: 0}
+    (gone,) = account_events(
+        BlockEvents(42, found.transactions, found.written, emptied),
+        [payer],
+        reply.replace(b", null]", b"]"),
+    )
+    assert gone.account is None  # closed by the end of its slot, re-made later or not
+    for bad in (
+        b"[]",
+        b'{"context": {"slot": 50}, "value": [null]}',
+        b'{"context": {}}',
+        b'{"context": {"slot": 41}, "value": [null, null]}',  # read before the block
+    ):
         with pytest.raises(BadBlock):
-            account_events(["A", "B"], bad)
+            account_events(found, [payer, to], bad)
 
 
 def test_the_brokers_own_checks_use_solanas_texts() -> None:

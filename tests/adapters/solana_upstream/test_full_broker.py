@@ -110,10 +110,14 @@ async def test_a_dropped_subscriber_resumes_with_its_cursor(nursery: trio.Nurser
             adapter = network.adapter
             assert isinstance(adapter, SolanaUpstreamAdapter)
             await eventually(lambda: adapter.reported_slot == top, "the broker at the node's slot")
+            # Everything after the last slot read (a slow machine may have sent more meanwhile).
+            missed = list(range(slots[-1] + 1, top + 1))
             async with dapp(f"{url}?resume={quote(cursor)}") as again:
-                replayed = [await again.notification() for _ in range(3)]
-                assert [m["params"]["subscription"] for m in replayed] == [subscription] * 3
-                assert [m["params"]["result"]["slot"] for m in replayed] == [top - 2, top - 1, top]
+                replayed = [await again.notification() for _ in missed]
+                assert [m["params"]["subscription"] for m in replayed] == [subscription] * len(
+                    missed
+                )
+                assert [m["params"]["result"]["slot"] for m in replayed] == missed
                 done = await again.notification()
                 assert done["method"] == "scopecast_resumed"
-                assert done["params"] == {"replayed": 3, "complete": True}
+                assert done["params"] == {"replayed": len(missed), "complete": True}
