@@ -90,8 +90,8 @@ class SolanaUpstreamAdapter(NetworkChainAdapter):
         self.forwarder = Forwarder(
             spec.name, genesis_check(spec.chain, reference), upstreams, forwarding
         )
-        self.watched = WatchedAccounts()
-        self.family = UpstreamSubscriptions(self.watched)
+        self.watched = WatchedAccounts(self.options.watch_linger)
+        self.family = UpstreamSubscriptions(self.watched, trio.current_time)
         self._followers: list[SlotFollower] = []
         self._methods = self.options.methods
 

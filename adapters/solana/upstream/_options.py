@@ -100,6 +100,9 @@ class SolanaUpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     ws_ping_interval: float = 20.0
     #: Seconds a closed slot's block is asked for again while the node has not confirmed it yet.
     block_wait: float = 10.0
+    #: Seconds an account stays read after its last subscriber left: a subscriber resuming within
+    #: the broker's resume window (300 s by default) finds every change it missed.
+    watch_linger: float = 300.0
     max_response_bytes: int = 64 * 1024 * 1024
     read_methods: tuple[str, ...] = READ_METHODS
     write_methods: tuple[str, ...] = WRITE_METHODS
@@ -107,6 +110,8 @@ class SolanaUpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     def __post_init__(self) -> None:
         if self.block_wait <= 0:
             raise ValueError("`block_wait` must be a positive number of seconds")
+        if self.watch_linger < 0:
+            raise ValueError("`watch_linger` must not be negative")
         served_by_broker = (set(self.read_methods) | set(self.write_methods)) & BROKER_METHODS
         if served_by_broker:
             raise ValueError(

@@ -29,6 +29,7 @@ from .nodes import (
     entry,
     fresh_address,
     node_result,
+    signed_transfer,
     solana_node,
 )
 from .test_one_node import first_slot
@@ -98,13 +99,21 @@ async def test_a_dropped_subscriber_resumes_with_its_cursor(nursery: trio.Nurser
         node = await solana_node(nursery)
         async with running_broker(ServeOptions(), config=config([entry(node)], None)) as broker:
             url = broker.ws_url(network=NETWORK)
+            to = fresh_address()
             async with dapp(url) as conn:
                 subscription = await conn.result("slotSubscribe", [])
+                watching = await conn.result("accountSubscribe", [to, {"encoding": "base64"}])
                 slots: list[int] = []
                 await first_slot(conn, node, slots)
                 cursor = conn.last_cursor
             assert cursor is not None
-            top = await advance(node, 3)
+            # While the subscriber is away, its account receives a transfer: the account is
+            # still read (it may resume), so the change is there to replay.
+            node_url = node.http_url(network=NETWORK)
+            signature, tx = await signed_transfer(node_url, to, SOL)
+            await node_result(node, "sendTransaction", tx, {"encoding": "base64"})
+            landed = (await node_result(node, "getSignatureStatuses", [signature]))["value"][0]
+            top = await advance(node, 2)
             network = broker.broker.networks.by_name(NETWORK)
             assert network is not None
             adapter = network.adapter
@@ -113,11 +122,18 @@ async def test_a_dropped_subscriber_resumes_with_its_cursor(nursery: trio.Nurser
             # Everything after the last slot read (a slow machine may have sent more meanwhile).
             missed = list(range(slots[-1] + 1, top + 1))
             async with dapp(f"{url}?resume={quote(cursor)}") as again:
-                replayed = [await again.notification() for _ in missed]
-                assert [m["params"]["subscription"] for m in replayed] == [subscription] * len(
-                    missed
-                )
-                assert [m["params"]["result"]["slot"] for m in replayed] == missed
-                done = await again.notification()
-                assert done["method"] == "scopecast_resumed"
-                assert done["params"] == {"replayed": len(missed), "complete": True}
+                replayed = []
+                while (message := await again.notification())["method"] != "scopecast_resumed":
+                    replayed.append(message)
+                assert message["params"] == {"replayed": len(replayed), "complete": True}
+        by_id = {subscription: "slots", watching: "account"}
+        kinds = [by_id[m["params"]["subscription"]] for m in replayed]
+        assert kinds.count("account") == 1
+        assert [
+            m["params"]["result"]["slot"] for m in replayed if m["method"] == "slotNotification"
+        ] == missed
+        (account,) = [
+            m["params"]["result"] for m in replayed if m["method"] == "accountNotification"
+        ]
+        assert account["context"]["slot"] == landed["slot"]
+        assert account["value"]["lamports"] == SOL
