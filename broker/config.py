@@ -206,7 +206,10 @@ def network_specs(config: Config) -> tuple[list[NetworkSpec], str | None]:
         is_default = options.pop("default", False)
         adapter = options.pop("adapter", None)
         if adapter is None:
-            adapter = "upstream" if "upstreams" in options else "devchain"
+            if "upstreams" not in options:
+                adapter = "devchain"
+            else:
+                adapter = "solana-upstream" if chain.startswith("solana:") else "upstream"
         if not isinstance(adapter, str):
             raise ConfigError(f"networks.{name}: `adapter` must be a string")
         if is_default is True:

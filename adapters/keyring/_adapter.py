@@ -145,12 +145,23 @@ class KeyringAdapter(AccountAdapter):
                 self._solana.add_mnemonic(mnemonic, self._count)
         if self._keystore_dir is not None:
             passphrase = os.environ.get(self._passphrase_env)
-            if passphrase is None:
+            keystores = list(keystore_files(self._keystore_dir))
+            if passphrase is None and (keystores or not self._solana_chains):
                 raise KeyLoadError(f"set {self._passphrase_env} to the keystore passphrase")
-            for source, keystore in keystore_files(self._keystore_dir):
+            for source, keystore in keystores:
+                assert passphrase is not None
                 self._keyring.add_keystore(keystore, passphrase, source)
-        if not self._keyring.addresses:
+            if self._solana_chains:
+                self._solana.add_keypair_files(self._keystore_dir)
+        if not self._keyring.addresses and not self._solana.addresses:
             raise KeyLoadError("the keyring has no keys")
+        if self._chains and not self._keyring.addresses:
+            raise KeyLoadError("the keyring has no keys for its eip155 chains")
+        if self._solana_chains and not self._solana.addresses:
+            raise KeyLoadError(
+                "the keyring has no Solana keys: give a mnemonic, or solana-keygen keypair "
+                "files in keystore_dir"
+            )
 
     def chains(self) -> Sequence[str]:
         return [*self._chains, *self._solana_chains]

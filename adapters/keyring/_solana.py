@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from solders.keypair import Keypair
@@ -25,10 +27,13 @@ from solders.transaction import VersionedTransaction
 from adapters._base58 import b58decode, b58encode
 from adapters._ed25519 import derive_keypairs
 from adapters.base import ChainReader, MethodDoc, ParamDoc, SigningRequest
+from adapters.keyring._keys import KeyLoadError
 from adapters.keyring._wallet import Prepared, account_of, payload_of
 from schemas.errors import InvalidParams, Unauthorized
 
 _SYSTEM_TRANSFER: Final = 2
+#: A ``solana-keygen`` keypair file: the secret key's 32 bytes, then the public key's.
+KEYPAIR_FILE_BYTES: Final = 64
 MAX_TRANSACTIONS: Final = 32
 
 
@@ -40,6 +45,26 @@ class SolanaKeys:
 
     def add_mnemonic(self, mnemonic: str, count: int) -> None:
         for keypair in derive_keypairs(mnemonic, count):
+            self._keys.setdefault(str(keypair.pubkey()), keypair)
+
+    def add_keypair_files(self, directory: Path) -> None:
+        """The keypair files of ``directory`` (``solana-keygen``'s: a JSON array of the 64 bytes
+        of secret and public key), by name; other files (EVM keystores, a README) are skipped."""
+        for path in sorted(directory.iterdir()) if directory.is_dir() else ():
+            try:
+                document = json.loads(path.read_bytes()) if path.is_file() else None
+            except (OSError, ValueError):
+                continue
+            if not (
+                isinstance(document, list)
+                and len(document) == KEYPAIR_FILE_BYTES
+                and all(isinstance(b, int) and 0 <= b < 256 for b in document)
+            ):
+                continue
+            try:
+                keypair = Keypair.from_bytes(bytes(document))
+            except ValueError:
+                raise KeyLoadError(f"{path.name}: not a valid Solana keypair") from None
             self._keys.setdefault(str(keypair.pubkey()), keypair)
 
     @property

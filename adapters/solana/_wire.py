@@ -309,8 +309,8 @@ def _variant(value: Any) -> str:
 
 def transaction_error(err: Any) -> Any:
     """A solders ``TransactionError`` in Solana's JSON (``{"InstructionError":[0,{"Custom":1}]}``)."""
-    if err is None or isinstance(err, str):
-        return err  # None, or a fieldless error the ledger names itself
+    if err is None or isinstance(err, str | dict):
+        return err  # None, a fieldless error the ledger names itself, or a node's JSON already
     name = type(err).__name__
     if name == "TransactionErrorInstructionError":
         return {"InstructionError": [err.index, _instruction_error(err.err)]}

@@ -2,10 +2,15 @@
 chain head followed for subscriptions. Configured per network (``[networks.<name>]`` with
 ``upstreams = [...]``); every setting is described in the README, "Upstream nodes (the
 ``upstream`` adapter)".
+
+The chain-neutral pieces (forwarding with failover and health, the transport, the upstream
+WebSocket) are exported for other families' upstream adapters (``solana-upstream``).
 """
 
 from adapters.upstream._adapter import NoUsableUpstream as NoUsableUpstream
 from adapters.upstream._adapter import UpstreamAdapter as UpstreamAdapter
+from adapters.upstream._forwarding import ChainCheck as ChainCheck
+from adapters.upstream._forwarding import Forwarder as Forwarder
 from adapters.upstream._forwarding import MaybeSubmitted as MaybeSubmitted
 from adapters.upstream._forwarding import UpstreamUnavailable as UpstreamUnavailable
 from adapters.upstream._health import State as State
@@ -14,3 +19,5 @@ from adapters.upstream._options import READ_METHODS as READ_METHODS
 from adapters.upstream._options import WRITE_METHODS as WRITE_METHODS
 from adapters.upstream._options import Endpoint as Endpoint
 from adapters.upstream._options import UpstreamOptions as UpstreamOptions
+from adapters.upstream._options import endpoint_label as endpoint_label
+from adapters.upstream._transport import HttpUpstream as HttpUpstream

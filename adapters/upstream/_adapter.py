@@ -15,7 +15,7 @@ from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
-from ._forwarding import Forwarder
+from ._forwarding import Forwarder, evm_chain_check
 from ._heads import HeadFollower
 from ._health import UpstreamStatus
 from ._logs_query import check_logs_params
@@ -48,7 +48,9 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
             HttpUpstream(index, endpoint, self.options)
             for index, endpoint in enumerate(self.options.upstreams)
         ]
-        self.forwarder = Forwarder(spec.name, self.chain_id, upstreams, self.options)
+        self.forwarder = Forwarder(
+            spec.name, evm_chain_check(self.chain_id), upstreams, self.options
+        )
         self.fetcher = BlockFetcher(spec.name, self.forwarder, self.options.max_block_logs)
 
     async def start(self) -> None:
@@ -65,6 +67,9 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
                 board.claim_probe(index, now)
                 nursery.start_soon(verify, index)
         if not any(board.usable(i) for i in range(len(board))):
+            # The broker closes only the adapters that started: the pooled connections are ours.
+            with trio.CancelScope(shield=True):
+                await self.forwarder.aclose()
             raise NoUsableUpstream(
                 f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
                 + "; ".join(sorted(outcomes))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import msgspec
@@ -33,6 +34,36 @@ log = logging.getLogger(__name__)
 
 _NO_PARAMS: Final = b"[]"
 _str_decoder: Final = msgspec.json.Decoder(str)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainCheck:
+    """How an upstream shows which chain it serves, and that it is alive (the part of probing
+    that depends on the chain family: ``eth_chainId`` and ``eth_blockNumber`` for EVM chains).
+
+    ``matches`` reads the identity method's ``result``; ``expected`` is what it should answer, as
+    logs show it.
+    """
+
+    chain: str
+    identity_method: str
+    liveness_method: str
+    matches: Callable[[msgspec.Raw], bool]
+    expected: str
+
+
+def evm_chain_check(chain_id: int) -> ChainCheck:
+    """``eth_chainId`` must answer ``chain_id``; ``eth_blockNumber`` probes a confirmed node."""
+
+    def matches(result: msgspec.Raw) -> bool:
+        try:
+            return int(_str_decoder.decode(result), 16) == chain_id
+        except (msgspec.DecodeError, ValueError):
+            return False
+
+    return ChainCheck(
+        f"eip155:{chain_id}", "eth_chainId", "eth_blockNumber", matches, hex(chain_id)
+    )
 
 
 class UpstreamUnavailable(ServerError):
@@ -55,12 +86,12 @@ class Forwarder:
     def __init__(
         self,
         network: str,
-        chain_id: int,
+        check: ChainCheck,
         upstreams: Sequence[HttpUpstream],
         options: UpstreamOptions,
     ) -> None:
         self.network = network
-        self.chain_id = chain_id
+        self.check = check
         self.upstreams = list(upstreams)
         self.options = options
         self.board = HealthBoard(
@@ -179,8 +210,9 @@ class Forwarder:
     async def probe(self, index: int) -> str:
         """Check a claimed upstream with one light call; returns what was found, for logs.
 
-        An upstream whose chain id was never confirmed is asked ``eth_chainId`` (and excluded for
-        good if it serves another chain); a confirmed one is asked ``eth_blockNumber``.
+        An upstream whose chain was never confirmed is asked the check's identity method
+        (``eth_chainId``; excluded for good if it serves another chain); a confirmed one is asked
+        its liveness method (``eth_blockNumber``).
         """
         finished = False
         try:
@@ -194,7 +226,7 @@ class Forwarder:
     async def _probe(self, index: int) -> str:
         upstream = self.upstreams[index]
         verified = self.board.verified(index)
-        method = "eth_blockNumber" if verified else "eth_chainId"
+        method = self.check.liveness_method if verified else self.check.identity_method
         outcome: str | None = None
         result: msgspec.Raw | None = None
         with trio.move_on_after(self.options.probe_timeout) as attempt:
@@ -204,7 +236,7 @@ class Forwarder:
                 outcome = exc.reason
             except RpcError as exc:
                 # The node answered, so it is up; but an unconfirmed chain id stays unconfirmed.
-                outcome = None if verified else f"eth_chainId failed: {exc.code} {exc.message}"
+                outcome = None if verified else f"{method} failed: {exc.code} {exc.message}"
         if attempt.cancelled_caught:
             outcome = f"no reply within {self.options.probe_timeout:g} s"
         if outcome is None and not verified:
@@ -227,26 +259,22 @@ class Forwarder:
         return f"{upstream.label}: ok"
 
     def _check_chain(self, index: int, result: msgspec.Raw | None) -> str | None:
-        chain_id = self.chain_id
+        check = self.check
         label = self.upstreams[index].label
         shown = bytes(result).decode("utf-8", "replace")[:80] if result is not None else "nothing"
-        try:
-            answered = int(_str_decoder.decode(result), 16) if result is not None else None
-        except (msgspec.DecodeError, ValueError):
-            answered = None
-        if answered == chain_id:
+        if result is not None and check.matches(result):
             return None
         self.board.exclude(index)
         log.error(
-            "%s: %s answered eth_chainId %s but the network's chain is eip155:%d (%s); "
-            "it will not be used",
+            "%s: %s answered %s %s but the network's chain is %s (%s); it will not be used",
             self.network,
             label,
+            check.identity_method,
             shown,
-            chain_id,
-            hex(chain_id),
+            check.chain,
+            check.expected,
         )
-        return f"{label}: wrong chain (eth_chainId {shown}, expected {hex(chain_id)})"
+        return f"{label}: wrong chain ({check.identity_method} {shown}, expected {check.expected})"
 
     async def serve_probes(self) -> None:
         """Probe benched upstreams as soon as their bench is over, until cancelled."""

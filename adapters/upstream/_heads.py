@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
-import ssl
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, cast
-from urllib.parse import urlsplit
+from typing import Final
 
 import msgspec
 import trio
@@ -35,6 +32,15 @@ from ._blocks import BadUpstreamData, Header
 from ._fetching import BlockFetcher
 from ._forwarding import Forwarder
 from ._options import UpstreamOptions, endpoint_label
+from .websocket import (
+    WS_ERRORS,
+    StreamOpener,
+    connect,
+    leaves,
+    open_stream,
+    read_notifications,
+    subscribe,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,102 +50,6 @@ _SUBSCRIBE: Final = (
 )
 _WS_CLOSE_TIMEOUT: Final = 2.0
 _str_decoder: Final = msgspec.json.Decoder(str)
-
-
-class _Params(msgspec.Struct):
-    subscription: str
-    result: msgspec.Raw
-
-
-class _WsMessage(msgspec.Struct):
-    id: Any = None
-    result: Any = None
-    error: Any = None
-    method: str | None = None
-    params: _Params | None = None
-
-
-_ws_decoder: Final = msgspec.json.Decoder(_WsMessage)
-ws_message_decoder: Final = _ws_decoder  # also the pool's follower's (:mod:`._pending`)
-
-
-class _WebSocketFailed(Exception):
-    """The upstream's WebSocket did not do its part (the message says what)."""
-
-
-#: What ends one WebSocket session (the source task then polls and retries later).
-_WS_ERRORS: Final = (
-    OSError,
-    trio.BrokenResourceError,
-    trio_websocket.HandshakeError,
-    trio_websocket.ConnectionClosed,
-    _WebSocketFailed,
-    msgspec.DecodeError,
-)
-
-
-WEBSOCKET_FAILURES: Final = _WS_ERRORS  # also what ends the pool's follower's (:mod:`._pending`)
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return found
-
-
-#: Opens the byte stream a WebSocket URL's handshake goes over (a TCP or TLS connection).
-StreamOpener = Callable[[str], Awaitable[trio.abc.Stream]]
-
-
-async def _open_stream(url: str) -> trio.SocketStream | trio.SSLStream[trio.SocketStream]:
-    parts = urlsplit(url)
-    secure = parts.scheme == "wss"
-    host = parts.hostname or ""
-    port = parts.port or (443 if secure else 80)
-    if not secure:
-        return await trio.open_tcp_stream(host, port)
-    context = ssl.create_default_context()
-    return await trio.open_ssl_over_tcp_stream(
-        host, port, ssl_context=context, https_compatible=True
-    )
-
-
-def _host_header(url: str) -> str:
-    parts = urlsplit(url)
-    default = 443 if parts.scheme == "wss" else 80
-    host = parts.hostname or ""
-    return host if parts.port in (None, default) else f"{host}:{parts.port}"
-
-
-def _resource(url: str) -> str:
-    parts = urlsplit(url)
-    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-
-async def open_websocket(
-    nursery: trio.Nursery, url: str, connect_timeout: float
-) -> tuple[trio.abc.Stream, trio_websocket.WebSocketConnection]:
-    """A client WebSocket to ``url`` (its reader task in ``nursery``) and the byte stream under
-    it, which the caller must close itself: trio-websocket leaves it open after an abnormal
-    closure. Each step (connection, handshake) within ``connect_timeout`` seconds."""
-    stream: trio.abc.Stream | None = None
-    with trio.move_on_after(connect_timeout):
-        stream = await _open_stream(url)
-    if stream is None:
-        raise _WebSocketFailed(f"cannot connect within {connect_timeout:g} s")
-    try:
-        with trio.fail_after(connect_timeout):
-            # Any trio stream will do (trio-websocket's documentation; its annotation names only
-            # sockets and TLS).
-            ws = await trio_websocket.wrap_client_stream(
-                nursery, cast(trio.SocketStream, stream), _host_header(url), _resource(url)
-            )
-    except BaseException:
-        with trio.CancelScope(shield=True):
-            await stream.aclose()
-        raise
-    return stream, ws
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +91,7 @@ class HeadFollower:
         fetcher: BlockFetcher,
         options: UpstreamOptions,
         *,
-        open_ws_stream: StreamOpener = _open_stream,
+        open_ws_stream: StreamOpener = open_stream,
     ) -> None:
         """``open_ws_stream``: how a connection to a ``ws`` URL is opened (tests pass one end of
         a memory stream)."""
@@ -240,14 +150,14 @@ class HeadFollower:
             label = endpoint_label(index, self.options.upstreams[index].ws or "")
             try:
                 await self._follow_ws(index, label)
-            except* _WS_ERRORS as ended:
+            except* WS_ERRORS as ended:
                 delay = self._ws_backoff[index].failed(trio.current_time())
                 log.warning(
                     "%s: newHeads over %s WebSocket ended (%s); polling over HTTP, "
                     "next WebSocket attempt in %g s",
                     self.network,
                     label,
-                    "; ".join(repr(exc) for exc in _leaves(ended)),
+                    "; ".join(repr(exc) for exc in leaves(ended)),
                     delay,
                 )
 
@@ -255,25 +165,20 @@ class HeadFollower:
         url = self.options.upstreams[index].ws
         assert url is not None
         async with trio.open_nursery() as nursery:  # runs trio-websocket's reader task
-            stream: trio.abc.Stream | None = None
-            with trio.move_on_after(self.options.connect_timeout):
-                stream = await self._open_ws_stream(url)
-            if stream is None:
-                raise _WebSocketFailed(f"cannot connect within {self.options.connect_timeout:g} s")
+            ws, stream = await connect(
+                nursery,
+                url,
+                connect_timeout=self.options.connect_timeout,
+                opener=self._open_ws_stream,
+            )
             try:
-                ws: trio_websocket.WebSocketConnection | None = None
-                with trio.move_on_after(self.options.connect_timeout):
-                    # Any trio stream will do (trio-websocket's documentation; its annotation
-                    # names only sockets and TLS).
-                    socket_like = cast(trio.SocketStream, stream)
-                    ws = await trio_websocket.wrap_client_stream(
-                        nursery, socket_like, _host_header(url), _resource(url)
-                    )
-                if ws is None:
-                    raise _WebSocketFailed(
-                        f"no WebSocket handshake within {self.options.connect_timeout:g} s"
-                    )
-                subscription = await self._subscribe(ws)
+                subscription = await subscribe(
+                    ws,
+                    _SUBSCRIBE,
+                    _SUBSCRIBE_ID,
+                    name="eth_subscribe newHeads",
+                    reply_within=self.options.request_timeout,
+                )
                 self._ws_backoff[index].succeeded()
                 log.info("%s: following newHeads over %s WebSocket", self.network, label)
                 self._new_epoch(index)
@@ -288,57 +193,29 @@ class HeadFollower:
                     await stream.aclose()
                 nursery.cancel_scope.cancel()
 
-    async def _subscribe(self, ws: trio_websocket.WebSocketConnection) -> str:
-        await ws.send_message(_SUBSCRIBE)
-        with trio.move_on_after(self.options.request_timeout):
-            while True:
-                reply = _ws_decoder.decode(await ws.get_message())
-                if reply.id != _SUBSCRIBE_ID:
-                    continue
-                if reply.error is not None or not isinstance(reply.result, str):
-                    raise _WebSocketFailed(f"eth_subscribe newHeads refused: {reply.error!r}")
-                return reply.result
-        raise _WebSocketFailed(
-            f"no reply to eth_subscribe within {self.options.request_timeout:g} s"
-        )
-
     async def _read_heads(
-        self, ws: trio_websocket.WebSocketConnection, index: int, subscription: str
+        self, ws: trio_websocket.WebSocketConnection, index: int, subscription: str | int
     ) -> None:
         """Forward notifications until the connection fails or a better upstream is ready."""
-        quiet_since = next_check = trio.current_time()
-        while True:
-            message: str | bytes | None = None
-            with trio.move_on_after(self._tick):
-                message = await ws.get_message()
-            now = trio.current_time()
-            if now >= next_check:
-                next_check = now + self._tick
-                if self._ws_candidate(better_than=index) is not None:
-                    return
-            if message is None:
-                if now - quiet_since >= self.options.ws_ping_interval:
-                    with trio.move_on_after(self.options.request_timeout) as pinging:
-                        await ws.ping()
-                    if pinging.cancelled_caught:
-                        raise _WebSocketFailed(
-                            f"no pong within {self.options.request_timeout:g} s: stalled"
-                        )
-                    quiet_since = trio.current_time()
-                continue
-            quiet_since = now
-            notification = _ws_decoder.decode(message)
-            params = notification.params
-            if notification.method != "eth_subscription" or params is None:
-                continue
-            if params.subscription != subscription:
-                continue
+
+        def on_header(result: msgspec.Raw) -> None:
             try:
-                header = Header.from_json(params.result)
+                header = Header.from_json(result)
             except BadUpstreamData as exc:
                 log.warning("%s: ignoring a bad newHeads header: %s", self.network, exc)
-                continue
+                return
             self._mailbox.put(_Hint(self._epoch, index, header=header))
+
+        await read_notifications(
+            ws,
+            "eth_subscription",
+            subscription,
+            on_header,
+            tick=self._tick,
+            ping_interval=self.options.ws_ping_interval,
+            request_timeout=self.options.request_timeout,
+            leave=lambda: self._ws_candidate(better_than=index) is not None,
+        )
 
     async def _poll_until_ws(self) -> None:
         """Poll ``eth_blockNumber`` until a WebSocket may be tried (forever without one)."""

@@ -21,8 +21,8 @@ import trio_websocket
 from adapters.backoff import Backoff
 from adapters.evm.blocks import PendingHandler, PendingTransaction
 
-from ._heads import WEBSOCKET_FAILURES, open_websocket, ws_message_decoder
 from ._options import UpstreamOptions, endpoint_label
+from .websocket import WS_ERRORS, connect, message_decoder, open_stream, subscribe
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +36,11 @@ class _Transaction(msgspec.Struct):
 
 
 #: A reply or a notification, read as the heads' WebSocket reads them.
-_message: Final = ws_message_decoder
+_message: Final = message_decoder
 _hash_or_transaction: Final = msgspec.json.Decoder(str | _Transaction)
 
 
-class _Refused(Exception):
-    """The node did not take the subscription (the message says what it answered)."""
-
-
-_FAILURES: Final = (*WEBSOCKET_FAILURES, trio.TooSlowError, msgspec.ValidationError, _Refused)
+_FAILURES: Final = (*WS_ERRORS, trio.TooSlowError, msgspec.ValidationError)
 
 
 class PendingFollower:
@@ -82,9 +78,17 @@ class PendingFollower:
         self, url: str, label: str, on_transaction: PendingHandler, backoff: Backoff
     ) -> None:
         async with trio.open_nursery() as nursery:  # runs trio-websocket's reader task
-            stream, ws = await open_websocket(nursery, url, self.options.connect_timeout)
+            ws, stream = await connect(
+                nursery, url, connect_timeout=self.options.connect_timeout, opener=open_stream
+            )
             try:
-                await self._subscribe(ws)
+                await subscribe(
+                    ws,
+                    _SUBSCRIBE,
+                    1,
+                    name="newPendingTransactions",
+                    reply_within=self.options.request_timeout,
+                )
                 backoff.succeeded()
                 log.info("%s: following newPendingTransactions over %s", self.network, label)
                 await self._read(ws, label, on_transaction)
@@ -92,15 +96,6 @@ class PendingFollower:
                 with trio.CancelScope(shield=True):
                     await stream.aclose()
                 nursery.cancel_scope.cancel()
-
-    async def _subscribe(self, ws: trio_websocket.WebSocketConnection) -> None:
-        await ws.send_message(_SUBSCRIBE)
-        with trio.fail_after(self.options.request_timeout):
-            reply = _message.decode(await ws.get_message())
-            while reply.id != 1:
-                reply = _message.decode(await ws.get_message())
-        if reply.error is not None or not isinstance(reply.result, str):
-            raise _Refused(f"the node refused the subscription: {reply.error!r}")
 
     async def _read(
         self, ws: trio_websocket.WebSocketConnection, label: str, on_transaction: PendingHandler

@@ -4,9 +4,12 @@ summaries and the Sign In With Solana text."""
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
 from solders.hash import Hash
+from solders.keypair import Keypair
 from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.signature import Signature
@@ -15,6 +18,7 @@ from solders.transaction import VersionedTransaction
 
 from adapters.conformance import check_account_adapter
 from adapters.keyring import DEV_MNEMONIC, KeyringAdapter
+from adapters.keyring._keys import KeyLoadError
 from adapters.keyring._solana import describe_transaction, sign_in_message
 from schemas.errors import InvalidParams, Unauthorized
 
@@ -85,3 +89,36 @@ def test_sign_in_with_solana_text() -> None:
         f"dapp.example wants you to sign in with your Solana account:\n{ALICE}\n\nWelcome\n\n"
         "URI: https://dapp.example\nNonce: n1\nResources:\n- a"
     )
+
+
+async def test_solana_keys_from_keypair_files_in_the_keystore_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keypair = Keypair()
+    (tmp_path / "id.json").write_text(json.dumps(list(bytes(keypair))))
+    (tmp_path / "README").write_text("not a key")
+    monkeypatch.delenv("SCOPECAST_KEYSTORE_PASSPHRASE", raising=False)  # none is encrypted
+    adapter = KeyringAdapter([CHAIN], keystore_dir=tmp_path)
+    await adapter.start()
+    address = str(keypair.pubkey())
+    assert adapter.accounts(CHAIN) == [address]
+    params = {"account": {"address": address}, "message": base64.b64encode(b"hi").decode()}
+
+    async def no_reads(method: str, params: list[object]) -> object:
+        raise AssertionError("signMessage reads nothing")
+
+    signed = await adapter.execute(
+        adapter.prepare(CHAIN, "signMessage", params, [address]), no_reads
+    )
+    assert Signature.from_string(signed["signature"]).verify(keypair.pubkey(), b"hi")
+
+
+async def test_a_keystore_dir_without_solana_keys_is_refused_for_a_solana_chain(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "broken.json").write_text(json.dumps([1] * 64))  # not a key pair
+    with pytest.raises(KeyLoadError, match=r"broken\.json"):
+        await KeyringAdapter([CHAIN], keystore_dir=tmp_path).start()
+    (tmp_path / "broken.json").unlink()
+    with pytest.raises(KeyLoadError, match="no keys"):
+        await KeyringAdapter([CHAIN], keystore_dir=tmp_path).start()

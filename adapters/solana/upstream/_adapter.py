@@ -1,0 +1,189 @@
+"""The ``solana-upstream`` chain adapter: a Solana network served by RPC nodes the operator runs
+or rents, behind the broker as the ``upstream`` adapter puts Ethereum nodes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar, Final
+
+import msgspec
+import trio
+
+from adapters._options import decode_options
+from adapters.base import (
+    CacheEpoch,
+    EventHandler,
+    Lifetime,
+    MethodDocs,
+    NetworkChainAdapter,
+    NetworkSpec,
+    SubscriptionFamily,
+)
+from adapters.upstream import ChainCheck, Forwarder, HttpUpstream, UpstreamStatus
+from schemas.errors import ConfigError, MethodNotFound
+
+from .._docs import solana_docs
+from ._follower import SlotFollower
+from ._limits import check_params
+from ._options import SolanaUpstreamOptions, expected_genesis
+from ._watch import UpstreamSubscriptions, WatchedAccounts
+
+log = logging.getLogger(__name__)
+
+_NO_PARAMS: Final = msgspec.Raw(b"[]")
+_NULL: Final = b"null"
+#: Answers that never change once their commitment is ``finalized`` (Solana's default for both).
+_FINALIZED_READS: Final = frozenset({"getBlock", "getTransaction"})
+_str_decoder: Final = msgspec.json.Decoder(str)
+_decode: Final = msgspec.json.Decoder()
+
+
+class NoUsableSolanaUpstream(ConfigError):
+    """At start, no upstream of the network answered with the network's genesis hash."""
+
+
+def genesis_check(chain: str, reference: str) -> ChainCheck:
+    """``getGenesisHash`` must begin with the chain's reference; ``getSlot`` probes a confirmed
+    node."""
+
+    def matches(result: msgspec.Raw) -> bool:
+        try:
+            return _str_decoder.decode(result)[: len(reference)] == reference
+        except msgspec.DecodeError:
+            return False
+
+    return ChainCheck(chain, "getGenesisHash", "getSlot", matches, f"{reference}...")
+
+
+def _finalized(params: bytes) -> int | None:
+    """The slot of a ``getBlock``-like call at ``finalized`` commitment (None otherwise)."""
+    try:
+        decoded = _decode.decode(params)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(decoded, list) or not decoded or len(decoded) > 2:
+        return None
+    config = decoded[1] if len(decoded) == 2 else None
+    if config is not None and (
+        not isinstance(config, dict) or config.get("commitment", "finalized") != "finalized"
+    ):
+        return None
+    first = decoded[0]
+    return first if isinstance(first, int) and not isinstance(first, bool) else -1
+
+
+class SolanaUpstreamAdapter(NetworkChainAdapter):
+    """Forwards Solana's RPC methods to the configured upstreams and serves its PubSub over
+    their slots and blocks (options: :class:`SolanaUpstreamOptions`)."""
+
+    name: ClassVar[str] = "solana-upstream"
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        super().__init__(spec)
+        self.options = decode_options(spec, SolanaUpstreamOptions, self.name)
+        reference = expected_genesis(spec)
+        forwarding = self.options.forwarding()
+        upstreams = [
+            HttpUpstream(index, endpoint, forwarding)
+            for index, endpoint in enumerate(self.options.upstreams)
+        ]
+        self.forwarder = Forwarder(
+            spec.name, genesis_check(spec.chain, reference), upstreams, forwarding
+        )
+        self.watched = WatchedAccounts(self.options.watch_linger)
+        self.family = UpstreamSubscriptions(self.watched, trio.current_time)
+        self._followers: list[SlotFollower] = []
+        self._methods = self.options.methods
+
+    async def start(self) -> None:
+        """Confirm each upstream's genesis hash (concurrently, each within ``probe_timeout``)."""
+        outcomes: list[str] = []
+
+        async def verify(index: int) -> None:
+            outcomes.append(await self.forwarder.probe(index))
+
+        board = self.forwarder.board
+        now = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for index in board.due_probes(now):
+                board.claim_probe(index, now)
+                nursery.start_soon(verify, index)
+        if not any(board.usable(i) for i in range(len(board))):
+            # The broker closes only the adapters that started: the pooled connections are ours.
+            with trio.CancelScope(shield=True):
+                await self.forwarder.aclose()
+            raise NoUsableSolanaUpstream(
+                f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
+                + "; ".join(sorted(outcomes))
+            )
+
+    async def aclose(self) -> None:
+        await self.forwarder.aclose()
+
+    def methods(self, chain: str) -> frozenset[str]:
+        return self._methods if chain == self.spec.chain else frozenset()
+
+    def method_docs(self, chain: str) -> MethodDocs:
+        return solana_docs(self.methods(chain))
+
+    def subscription_family(self, chain: str) -> SubscriptionFamily | None:
+        return self.family if chain == self.spec.chain else None
+
+    def statistics(self) -> list[UpstreamStatus]:
+        """Each upstream's health, in priority order."""
+        return self.forwarder.statistics()
+
+    async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
+        """Forward one call; the upstream's ``result`` comes back as the node encoded it."""
+        if chain != self.spec.chain or method not in self._methods:
+            raise MethodNotFound(method)
+        data = bytes(params)
+        check_params(method, data)
+        return await self.forwarder.call(method, data)
+
+    async def serve_events(
+        self,
+        chain: str,
+        on_event: EventHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report slots, transactions and watched accounts from the upstreams until cancelled."""
+        self._check_chain(chain)
+        # One follower per consumer: each gets every event from where it started.
+        follower = SlotFollower(self.spec.name, self.forwarder, self.options, self.watched)
+        self._followers.append(follower)
+        try:
+            await follower.serve(on_event, task_status=task_status)
+        finally:
+            self._followers.remove(follower)
+
+    @property
+    def reported_slot(self) -> int | None:
+        """The last slot reported to subscribers (None: none yet)."""
+        slots = [f.sequencer.last for f in self._followers if f.sequencer.last is not None]
+        return max(slots, default=None)
+
+    # -- the response cache: finalized answers only ------------------------------------------------
+
+    def cache_epoch(self, chain: str) -> CacheEpoch | None:
+        # Only answers that never change are kept, so the epoch matters only as the last slot
+        # opened (a block below it is closed: see answer_lifetime).
+        slot = self.reported_slot
+        head = -1 if slot is None else slot
+        return CacheEpoch(head, str(head), 0)
+
+    def answer_lifetime(self, chain: str, method: str, params: bytes, head: int) -> Lifetime:
+        if method == "getGenesisHash":
+            return Lifetime.FOREVER
+        if method not in _FINALIZED_READS:
+            return Lifetime.NEVER
+        slot = _finalized(params)
+        if slot is None or (method == "getBlock" and not 0 <= slot < head):
+            # A node may serve a slot still open (the dev chain does): only a closed one is kept.
+            return Lifetime.NEVER
+        return Lifetime.FOREVER
+
+    def answer_kept(self, chain: str, lifetime: Lifetime, answer: bytes) -> Lifetime:
+        # "Not found" may change any moment (a transaction not finalized yet).
+        return Lifetime.NEVER if answer == _NULL else lifetime
