@@ -78,6 +78,9 @@ class UpstreamSubscriptions(SolanaSubscriptions):
     ``clock``: the time ``linger`` is counted in (``trio.current_time``)."""
 
     def __init__(self, watched: WatchedAccounts, clock: Callable[[], float]) -> None:
+        # No status lookup: the node's statuses are not known synchronously, so a signature that
+        # landed before its subscription is not notified at once here (it is on the dev chain).
+        super().__init__()
         self.watched = watched
         self._clock = clock
 
