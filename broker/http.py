@@ -41,8 +41,8 @@ from broker.http_protocol import (
     HttpResponse as HttpResponse,
 )
 from broker.http_reactor import TURN, Handback, HttpReactor, Parked
-from schemas.errors import InternalError, InvalidRequest, RpcError
-from schemas.jsonrpc import NULL_ID, error_bytes
+from schemas.errors import InternalError, InvalidRequest, RpcError, ServerError
+from schemas.jsonrpc import NULL_ID, decode_call, error_bytes
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,19 @@ def internal_error(request: HttpRequest, error: Exception) -> HttpResponse:
     which holds an API key)."""
     log.error("HTTP %s request failed", request.method.decode("latin-1"), exc_info=error)
     return json_error(500, InternalError())
+
+
+#: What a call still under way when the graceful stop's grace runs out is answered (README).
+SHUTTING_DOWN: Final = "server shutting down"
+
+
+def stopping_answer(request: HttpRequest) -> HttpResponse:
+    """503 with -32000 "server shutting down", for a request cancelled by the end of the graceful
+    stop: its client gets an answer it can retry elsewhere, not an empty reply. The call's id
+    when the body is one call (a batch's members are not answered one by one: null id)."""
+    call = decode_call(request.body) if request.method == b"POST" else None
+    raw_id = NULL_ID if call is None or call.id is None else call.id
+    return HttpResponse(503, error_bytes(raw_id, ServerError(SHUTTING_DOWN)), JSON_HEADERS)
 
 
 def is_websocket_upgrade(request: HttpRequest) -> bool:
@@ -305,6 +318,13 @@ async def handle_http(
                             answer = now if isinstance(now, bytes) else await now
                     except Exception as exc:  # cancellation and KeyboardInterrupt pass
                         failed = exc
+                    except trio.Cancelled:
+                        if deadlines.closing:  # the graceful stop's grace ran out on this call
+                            # No await here (this task is cancelled): one non-blocking write,
+                            # which the kernel takes whole for an answer this small.
+                            stopping = stopping_answer(request)
+                            _write_nowait(fd, conn.send_response(stopping, keep_alive=False))
+                        raise
                 if failed is not None:
                     # This connection's failure only: the request gets -32603, then it closes.
                     data = conn.send_response(fault(request, failed), keep_alive=False)

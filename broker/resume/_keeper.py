@@ -375,6 +375,8 @@ class ResumeKeeper:
         entries: list[tuple[str, Position, FeedEntry]] = []
         uptos: dict[str, Position] = {}
         for feed, after in pinned.items():
+            if feed == CHANGES and self.changes is None:
+                continue  # no session service: nothing travels on that feed (as _read_round)
             found = self.positions.recent_after(feed, after)
             if found is None:
                 return None
