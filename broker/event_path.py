@@ -75,6 +75,7 @@ class EventPath:
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Read the bus and the families' events from now on, and ingest, in ``nursery``."""
+        await nursery.start(self._hub.serve_delivery)
         chains = [n.chain for n in self._networks if n.chain not in self._family_logs]
         started = await nursery.start(self._bus.serve_reader, chains, self.deliver)
         for chain, position in started.items():
