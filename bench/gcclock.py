@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import deque
 
 
 class GcClock:
@@ -12,6 +13,8 @@ class GcClock:
     def __init__(self) -> None:
         self.seconds = [0.0, 0.0, 0.0]
         self.collections = [0, 0, 0]
+        #: Each collection's pause (generation, seconds), the most recent ones.
+        self.pauses: deque[tuple[int, float]] = deque(maxlen=100_000)
         self._started = 0.0
         gc.callbacks.append(self._callback)
 
@@ -20,8 +23,16 @@ class GcClock:
             self._started = time.perf_counter()
         else:
             generation = info["generation"]
-            self.seconds[generation] += time.perf_counter() - self._started
+            pause = time.perf_counter() - self._started
+            self.seconds[generation] += pause
             self.collections[generation] += 1
+            self.pauses.append((generation, pause))
+
+    def take_pauses(self) -> list[tuple[int, float]]:
+        """The pauses since the last call."""
+        taken = list(self.pauses)
+        self.pauses.clear()
+        return taken
 
 
 GC_CLOCK = GcClock()

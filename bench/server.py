@@ -3,7 +3,7 @@
 Run as ``python -m bench.server MODE [--port P] [--reply FILE] [--no-gc-freeze]``; it prints one JSON
 line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line commands on stdin:
 
-``{"cmd": "burst", "kind": "heads"|"logs", "count": K}``
+``{"cmd": "burst", "kind": "heads"|"logs"|"logs:B", "count": K}``
     the synthetic chain reports K blocks back to back; answers their publish times
     (``time.monotonic()``, comparable across processes on Linux).
 ``{"cmd": "mine", "count": K}``
@@ -17,6 +17,8 @@ line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line comm
     a full garbage collection; answers connection and subscription counts.
 ``{"cmd": "stats"}``
     time spent in the garbage collector so far, per generation, and collections made.
+``{"cmd": "gc_pauses"}``
+    each collection since the last ``gc_pauses``: ``[generation, seconds]``.
 ``{"cmd": "trace", "per": n}``
     (with ``--tracemalloc``) the memory allocated since the previous ``trace``, by source line and
     divided by ``per``: what one connection costs, line by line.
@@ -214,6 +216,8 @@ async def _control(broker: Broker) -> None:
             emit(_trace(command.get("per", 1), command.get("top", 40)))
         elif name == "stats":
             emit({"gc_seconds": GC_CLOCK.seconds, "gc_collections": GC_CLOCK.collections})
+        elif name == "gc_pauses":
+            emit({"pauses": GC_CLOCK.take_pauses()})
         elif name == "getlogs":
             emit(await _time_get_logs(broker, command["filter"], command["repeat"]))
         elif name == "tester_getlogs":
