@@ -130,6 +130,9 @@ class Outbox:
         self.broken = True
         self._backlog = None
         self._backlog_size = 0
+        # The connection's own method: dropped, so that a connection that ended is freed by
+        # reference counting (broker.gc_keeper freezes what lives long; a cycle would stay).
+        self._on_overflow = None
 
     def _overflow(self) -> None:
         self.overflowed = True

@@ -185,6 +185,9 @@ class WebSocketConnection:
         finally:
             self.protocol.ended()
             self.outbox.stop()
+            # The context names this connection: no cycle is left once it ended (see
+            # broker.gc_keeper), and a call still under way is told it has no connection.
+            self.context.peer = None
             if self._calls:
                 for scope in self._calls:
                     scope.cancel()
