@@ -36,6 +36,7 @@ network beside it, as ``make run``).
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import json
 import logging
@@ -59,10 +60,18 @@ from bench.synthetic import (
     register,
 )
 from broker.app import Broker
-from broker.cli import freeze_startup_objects
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config, ServerConfig
 from broker.dispatch import CallContext
+
+try:
+    from broker.gc_keeper import serve_gc_keeper
+except ImportError:  # a tree from before the keeper (``bench --before``): start-up freeze only
+    from broker.cli import freeze_startup_objects
+
+    async def serve_gc_keeper(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        freeze_startup_objects()
+        task_status.started()
 
 
 def build(mode: str, port: int, *, response_cache: bool = True, resume: bool = True) -> Broker:
@@ -210,12 +219,25 @@ async def _control(broker: Broker) -> None:
                     "subscriptions": broker.hub.count(),
                     "full_collection_ms": round((time.perf_counter() - started) * 1000, 1),
                     "tracked_objects": len(gc.get_objects()),
+                    "frozen_objects": gc.get_freeze_count(),
                 }
             )
         elif name == "trace":
             emit(_trace(command.get("per", 1), command.get("top", 40)))
         elif name == "stats":
             emit({"gc_seconds": GC_CLOCK.seconds, "gc_collections": GC_CLOCK.collections})
+        elif name == "garbage":
+            # what only the cycle collector frees: its objects by type
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            found = collections.Counter(type(o).__qualname__ for o in gc.garbage)
+            gc.garbage.clear()
+            gc.set_debug(0)
+            emit({"objects": sum(found.values()), "types": found.most_common(command.get("top", 25))})
+        elif name == "types":
+            gc.collect()
+            counted = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+            emit({"tracked": sum(counted.values()), "types": counted.most_common(command.get("top", 25))})
         elif name == "gc_pauses":
             emit({"pauses": GC_CLOCK.take_pauses()})
         elif name == "getlogs":
@@ -234,7 +256,7 @@ async def serve(mode: str, port: int, freeze: bool, response_cache: bool, resume
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(broker.serve, "127.0.0.1", port)
         if freeze:
-            freeze_startup_objects()  # as `scopecast serve` does
+            await nursery.start(serve_gc_keeper)  # as `scopecast serve` does
         emit({"ready": bound, "pid": os.getpid()})
         await _control(broker)
         nursery.cancel_scope.deadline = trio.current_time() + 5
@@ -249,7 +271,8 @@ def main() -> None:
         "--no-gc-freeze",
         dest="gc_freeze",
         action="store_false",
-        help="skip the gc.freeze() that `scopecast serve` does once started (to measure it)",
+        help="skip the gc.freeze() that `scopecast serve` does once started and every second "
+        "(broker/gc_keeper.py; to measure it)",
     )
     cli.add_argument(
         "--no-response-cache",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -24,6 +23,7 @@ from broker.compose import (
     open_broker,
 )
 from broker.config import Config, ConfigError, env_list, load_config
+from broker.gc_keeper import serve_gc_keeper
 from broker.redis import LeaseTiming
 from broker.status_server import serve_status
 
@@ -268,13 +268,16 @@ async def _serve(options: ServeOptions, config: Config) -> None:
     async with open_broker(config, options) as broker:
         assert broker.host is not None
         _log_signing_accounts(broker)
-        freeze_startup_objects()
-        operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
-        _print_endpoints(broker, broker.host, operator=operator)
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                log.info("received %s: draining connections", signal.Signals(signum).name)
-                break  # leaving the block drains the connections, then closes the adapters
+        async with trio.open_nursery() as nursery:
+            # What start-up built, then what each second adds, out of the collector's sight.
+            await nursery.start(serve_gc_keeper)
+            operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
+            _print_endpoints(broker, broker.host, operator=operator)
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    log.info("received %s: draining connections", signal.Signals(signum).name)
+                    break  # leaving the block drains the connections, then closes the adapters
+            nursery.cancel_scope.cancel()
 
 
 async def _work(args: argparse.Namespace, config: Config) -> None:
@@ -319,13 +322,6 @@ def _log_signing_accounts(broker: Broker) -> None:
                 network.name,
                 network.chain,
             )
-
-
-def freeze_startup_objects() -> None:
-    """Move what start-up built (modules, a chain, keys: it lives as long as the process) out of
-    the garbage collector's sight, so that full collections scan only what connections add."""
-    gc.collect()
-    gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
