@@ -158,6 +158,7 @@ class _Running:
         self.http: list[float] = []
         self.http_rounds: list[float] = []
         self.pauses: list[float] = []
+        self.cpu_pauses: list[float] = []
         self.generations = [(0, 0.0), (0, 0.0), (0, 0.0)]  # collections and longest pause, each
         self.cpu_rates: list[float] = []
         self.problems: list[str] = []
@@ -228,8 +229,9 @@ def _trial(
             running.http.extend(during)
             if during:
                 running.http_rounds.append(_percentile(during, 0.99))
-            running.pauses.extend(pause for _, pause in gc_pauses)
-            for generation, pause in gc_pauses:
+            running.pauses.extend(pause for _, pause, _ in gc_pauses)
+            running.cpu_pauses.extend(cpu for _, _, cpu in gc_pauses)
+            for generation, pause, _ in gc_pauses:
                 count, longest = running.generations[generation]
                 running.generations[generation] = (count + 1, max(longest, pause))
     if min(last) == 0 or not measured:
@@ -275,6 +277,7 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
             "p50_ms": _ms(_percentile(pauses, 0.5)) if pauses else None,
             "p99_ms": _ms(_percentile(pauses, 0.99)) if pauses else None,
             "max_ms": _ms(max(pauses)) if pauses else None,
+            "max_cpu_ms": _ms(max(running.cpu_pauses)) if running.cpu_pauses else None,
             "pauses_ms": sorted((_ms(p) or 0.0 for p in pauses), reverse=True)[:200],
             "by_generation": [
                 {"collections": count, "max_ms": _ms(longest)}
@@ -364,7 +367,7 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
         "GC: every collection's pause in the server during the trials.",
         "",
         "| system | deliveries/s | vs Node | per server CPU-s | p50 ms | p99 ms | HTTP p99 ms "
-        "(calls) | GC pauses: n, p99, max ms | rounds (deliveries/s) |",
+        "(calls) | GC pauses: n, p99, max ms (max CPU ms) | rounds (deliveries/s) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for figures in systems.values():
@@ -378,7 +381,11 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
             f"{figures['p99_ms']} | "
             + (f"{http['p99_ms']} ({http['calls']:,})" if http else "-")
             + " | "
-            + (f"{gc['collections']}, {gc['p99_ms']}, {gc['max_ms']}" if gc else "-")
+            + (
+                f"{gc['collections']}, {gc['p99_ms']}, {gc['max_ms']} ({gc.get('max_cpu_ms')})"
+                if gc
+                else "-"
+            )
             + f" | {', '.join(f'{r:,}' for r in figures['deliveries_per_s_rounds'])} |"
         )
     name = _plot(burst, out)

@@ -233,11 +233,18 @@ async def _control(broker: Broker) -> None:
             found = collections.Counter(type(o).__qualname__ for o in gc.garbage)
             gc.garbage.clear()
             gc.set_debug(0)
-            emit({"objects": sum(found.values()), "types": found.most_common(command.get("top", 25))})
+            emit(
+                {"objects": sum(found.values()), "types": found.most_common(command.get("top", 25))}
+            )
         elif name == "types":
             gc.collect()
             counted = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
-            emit({"tracked": sum(counted.values()), "types": counted.most_common(command.get("top", 25))})
+            emit(
+                {
+                    "tracked": sum(counted.values()),
+                    "types": counted.most_common(command.get("top", 25)),
+                }
+            )
         elif name == "gc_pauses":
             emit({"pauses": GC_CLOCK.take_pauses()})
         elif name == "getlogs":
