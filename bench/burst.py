@@ -159,7 +159,8 @@ class _Running:
         self.http_rounds: list[float] = []
         self.pauses: list[float] = []
         self.cpu_pauses: list[float] = []
-        self.generations = [(0, 0.0), (0, 0.0), (0, 0.0)]  # collections and longest pause, each
+        #: each generation's collections, longest pause and longest in CPU time
+        self.generations = [(0, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0)]
         self.cpu_rates: list[float] = []
         self.problems: list[str] = []
         self.span = 10.0
@@ -231,9 +232,13 @@ def _trial(
                 running.http_rounds.append(_percentile(during, 0.99))
             running.pauses.extend(pause for _, pause, _ in gc_pauses)
             running.cpu_pauses.extend(cpu for _, _, cpu in gc_pauses)
-            for generation, pause, _ in gc_pauses:
-                count, longest = running.generations[generation]
-                running.generations[generation] = (count + 1, max(longest, pause))
+            for generation, pause, cpu in gc_pauses:
+                count, longest, longest_cpu = running.generations[generation]
+                running.generations[generation] = (
+                    count + 1,
+                    max(longest, pause),
+                    max(longest_cpu, cpu),
+                )
     if min(last) == 0 or not measured:
         return
     running.span = finished - starts[0]
@@ -280,8 +285,8 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
             "max_cpu_ms": _ms(max(running.cpu_pauses)) if running.cpu_pauses else None,
             "pauses_ms": sorted((_ms(p) or 0.0 for p in pauses), reverse=True)[:200],
             "by_generation": [
-                {"collections": count, "max_ms": _ms(longest)}
-                for count, longest in running.generations
+                {"collections": count, "max_ms": _ms(longest), "max_cpu_ms": _ms(longest_cpu)}
+                for count, longest, longest_cpu in running.generations
             ],
         }
     return found
