@@ -141,3 +141,28 @@ async def test_a_reader_that_keeps_up_gets_large_frames_back_to_back() -> None:
                 assert (opcode, payload) == (frames.OP_TEXT, big)
                 await outbox.drain()
             assert not outbox.overflowed
+
+
+async def test_many_sockets_pushing_back_are_flushed_by_one_task() -> None:
+    pairs = [small_pair() for _ in range(40)]
+    payloads = [f"frame {i} ".encode() * 40 for i in range(60)]
+    try:
+        async with trio.open_nursery() as nursery:
+            before = trio.lowlevel.current_statistics().tasks_living
+            outboxes = [Outbox(server, nursery, limit=10_000_000) for server, _ in pairs]
+            for outbox in outboxes:
+                for payload in payloads:
+                    assert outbox.send(frames.text_frame(payload))
+            assert all(outbox.backlog_size for outbox in outboxes)  # every socket pushed back
+            # one flusher for all of them, not a task per connection
+            assert trio.lowlevel.current_statistics().tasks_living == before + 1
+            for _, client in pairs:
+                found = await read_frames(client, len(payloads))
+                assert [payload for _, payload in found] == payloads
+            for outbox in outboxes:
+                await outbox.drain()
+                assert outbox.backlog_size == 0
+    finally:
+        for server, client in pairs:
+            server.close()
+            client.close()
