@@ -93,7 +93,11 @@ class EventPath:
             for network in self._networks:
                 if isinstance(network.adapter, BlockSource):
                     ingestion = ChainIngestion(
-                        network.adapter, network.chain, self._bus, self._metrics
+                        network.adapter,
+                        network.chain,
+                        self._bus,
+                        self._metrics,
+                        delivered=self._hub.delivery.delivered,
                     )
                     await nursery.start(ingestion.serve)
 
@@ -103,5 +107,6 @@ class EventPath:
         async def on_event(event: object) -> None:
             wrapped = FamilyEvent(chain, event)
             self._hub.publish(wrapped, log.append(wrapped))
+            await self._hub.delivery.delivered()  # the next waits, as ingestion's blocks do
 
         return on_event
