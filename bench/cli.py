@@ -78,6 +78,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     merged.setdefault("memory", {}).update(partial.get("memory", {}))
     merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
     for key in (
+        "burst",
         "fanout_reference",
         "solana",
         "getlogs",
