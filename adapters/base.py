@@ -181,7 +181,9 @@ class SubscriptionIndex(ABC, Generic[S]):
     def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
         """Each payload (a notification's encoded ``result``) ``event`` makes, with the
         subscriptions it goes to, all of one matcher :attr:`~EventMatcher.key` or all not
-        :attr:`~EventMatcher.one_shot`. The broker may remove subscriptions between two items."""
+        :attr:`~EventMatcher.one_shot`. The broker may remove subscriptions between two items.
+        An index that yields the same object for each payload of one group (a filter matching
+        several logs of a block) lets the broker send them to each subscriber in one write."""
 
     def ended(self, event: object) -> Iterable[S]:
         """The subscriptions that end with ``event``, once it is delivered (a transaction's

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import payloads, report
+from bench.burst import run_burst
 from bench.http_wrk import run_http
 from bench.limiter import run_limiter
 from bench.procs import ROOT, ChildError
@@ -36,7 +37,7 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "solana", "devchain", "http", "replay", "resume", "limiter")
+WORKLOADS = ("fanout", "burst", "solana", "devchain", "http", "replay", "resume", "limiter")
 
 
 def machine() -> dict[str, Any]:
@@ -77,6 +78,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     merged.setdefault("memory", {}).update(partial.get("memory", {}))
     merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
     for key in (
+        "burst",
         "fanout_reference",
         "solana",
         "getlogs",
@@ -144,6 +146,12 @@ def main(argv: list[str] | None = None) -> None:
         help="trace what an idle session connection keeps, line by line (tracemalloc); "
         "default: in full mode, and in a --only run only when asked",
     )
+    cli.add_argument(
+        "--before",
+        type=Path,
+        help="the burst workload also measures scopecast as built from this source tree "
+        "(`git archive REV | tar -x -C TREE`), trial by trial beside this one",
+    )
     args = cli.parse_args(argv)
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -189,6 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     fanout_systems = [s for s in FANOUT_SYSTEMS if not only or "fanout" in only or s.key in only]
     results.update(run_fanout_systems(fanout_systems, settings, log, ("heads", "logs")))
+    if not only or "burst" in only:
+        log("bursts: 5,000 subscribers to one contract, 2 transactions of 50 logs")
+        results["burst"] = run_burst(settings, log, before=args.before)
     if not only or "solana" in only:
         log("Solana: slot and account notifications, direct and in sessions")
         results["solana"] = run_solana(settings, log)

@@ -38,6 +38,7 @@ import select
 import socket
 import sys
 import time
+from collections import deque
 from typing import Any, Final
 
 RECV_SIZE: Final = 1 << 18
@@ -236,6 +237,7 @@ class LoadGenerator:
         self.last: list[float] = []
         self.deadline = 0.0
         self.method = ""
+        self.group = 1
         self.received = 0
         self.lost: list[str] = []
 
@@ -524,6 +526,7 @@ class LoadGenerator:
 
     def arm(self, command: dict[str, Any]) -> None:
         self.expected = int(command["count"])
+        self.group = int(command.get("group", 1))
         self.method = command.get("method", "eth_subscription")
         self.last = [0.0] * self.expected
         self.received = 0
@@ -544,7 +547,7 @@ class LoadGenerator:
         for conn in self.conns.values():
             if conn.sample and conn.state == READY:
                 checked += 1
-                problem = verify(conn, self.expected, self.method)
+                problem = verify(conn, self.expected, self.method, self.group)
                 if problem:
                     problems.append(problem)
         self.reply(
@@ -559,8 +562,9 @@ class LoadGenerator:
         )
 
 
-def verify(conn: Conn, expected: int, method: str) -> str | None:
-    """What is wrong with the notifications a sample connection got, or None."""
+def verify(conn: Conn, expected: int, method: str, group: int = 1) -> str | None:
+    """What is wrong with the notifications a sample connection got, or None (``group``: that
+    many notifications in a row are of one block, as a block's logs)."""
     if len(conn.messages) != expected:
         return f"conn {conn.index}: {len(conn.messages)} messages, expected {expected}"
     numbers = []
@@ -574,7 +578,7 @@ def verify(conn: Conn, expected: int, method: str) -> str | None:
         if conn.sub_id is not None and params["subscription"] != conn.sub_id:
             return f"conn {conn.index}: subscription {params['subscription']} != {conn.sub_id}"
         numbers.append(_sequence_number(params["result"]))
-    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+    if numbers != [numbers[0] + i // group for i in range(len(numbers))]:
         return f"conn {conn.index}: block numbers not consecutive: {numbers[:5]}..."
     return None
 
@@ -632,10 +636,21 @@ def http_load(command: dict[str, Any]) -> dict[str, Any]:
     errors = 0
     statuses: dict[str, int] = {}
     latencies: list[float] = []
+    # (sent, answered) of each request, when asked: the caller picks those of an interval
+    samples: list[tuple[float, float]] | None = [] if command.get("samples") else None
     sample = b""
     now = started
+    # A probe (``interval``): each connection sends its next call that long after an answer,
+    # so that the probe measures the server without loading it (or the load core) much.
+    interval = float(command.get("interval", 0.0))
+    resting: deque[tuple[float, HttpConn]] = deque()
     while now < stop and conns:
-        for fd, _mask in epoll.poll(0.5):
+        while resting and resting[0][0] <= now:
+            _, conn = resting.popleft()
+            conn.sent = now
+            conn.sock.send(request)
+        wait = min(0.5, max(0.0, resting[0][0] - now)) if resting else 0.5
+        for fd, _mask in epoll.poll(wait):
             conn = conns[fd]
             try:
                 size = conn.sock.recv_into(buffer)
@@ -668,6 +683,11 @@ def http_load(command: dict[str, Any]) -> dict[str, Any]:
             if now >= measure_from:
                 done += 1
                 latencies.append(now - conn.sent)
+                if samples is not None:
+                    samples.append((conn.sent, now))
+            if interval:
+                resting.append((now + interval, conn))
+                continue
             conn.sent = now
             conn.sock.send(request)
         now = time.monotonic()
@@ -684,6 +704,7 @@ def http_load(command: dict[str, Any]) -> dict[str, Any]:
         "errors": errors,
         "statuses": statuses,
         "sample": sample.decode(errors="replace"),
+        **({"samples": samples} if samples is not None else {}),
     }
 
 

@@ -47,7 +47,9 @@ class Child:
         log_dir: Path,
         env: dict[str, str] | None = None,
         controlled: bool = True,
+        cwd: Path | None = None,
     ) -> None:
+        """``cwd``: where it runs (default: the checkout; another tree runs that tree's code)."""
         self.name = name
         self.controlled = controlled  # False: no JSON-line control (stopped with SIGTERM)
         self.log_path = log_dir / f"{name}.log"
@@ -57,7 +59,7 @@ class Child:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            cwd=ROOT,
+            cwd=cwd or ROOT,
             env={**os.environ, **(env or {})},
             preexec_fn=_pinned(cpus),
         )

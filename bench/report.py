@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bench.burst import burst_section
+
 NODE = "node-ws"
 FORMS = ("scopecast-session", "scopecast-direct")
 KIND_TITLES = {"heads": "newHeads", "logs": "logs"}
@@ -521,6 +523,7 @@ def write(results: dict[str, Any], out: Path) -> None:
             f"bloom): {_fmt(reference['notifications_per_s'])} notifications/s, p50 "
             f"{reference['p50_ms']} ms, p99 {reference['p99_ms']} ms.",
         ]
+    lines += burst_section(results.get("burst"), out)
     lines += _solana_section(results.get("solana"))
     memory = results.get("memory", {})
     if memory:

@@ -3,7 +3,7 @@
 Run as ``python -m bench.server MODE [--port P] [--reply FILE] [--no-gc-freeze]``; it prints one JSON
 line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line commands on stdin:
 
-``{"cmd": "burst", "kind": "heads"|"logs", "count": K}``
+``{"cmd": "burst", "kind": "heads"|"logs"|"logs:B", "count": K}``
     the synthetic chain reports K blocks back to back; answers their publish times
     (``time.monotonic()``, comparable across processes on Linux).
 ``{"cmd": "mine", "count": K}``
@@ -17,6 +17,8 @@ line ``{"ready": port, "pid": ...}`` once listening, then answers JSON-line comm
     a full garbage collection; answers connection and subscription counts.
 ``{"cmd": "stats"}``
     time spent in the garbage collector so far, per generation, and collections made.
+``{"cmd": "gc_pauses"}``
+    each collection since the last ``gc_pauses``: ``[generation, seconds]``.
 ``{"cmd": "trace", "per": n}``
     (with ``--tracemalloc``) the memory allocated since the previous ``trace``, by source line and
     divided by ``per``: what one connection costs, line by line.
@@ -34,6 +36,7 @@ network beside it, as ``make run``).
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import json
 import logging
@@ -57,10 +60,18 @@ from bench.synthetic import (
     register,
 )
 from broker.app import Broker
-from broker.cli import freeze_startup_objects
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config, ServerConfig
 from broker.dispatch import CallContext
+
+try:
+    from broker.gc_keeper import serve_gc_keeper
+except ImportError:  # a tree from before the keeper (``bench --before``): start-up freeze only
+    from broker.cli import freeze_startup_objects
+
+    async def serve_gc_keeper(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        freeze_startup_objects()
+        task_status.started()
 
 
 def build(mode: str, port: int, *, response_cache: bool = True, resume: bool = True) -> Broker:
@@ -208,12 +219,34 @@ async def _control(broker: Broker) -> None:
                     "subscriptions": broker.hub.count(),
                     "full_collection_ms": round((time.perf_counter() - started) * 1000, 1),
                     "tracked_objects": len(gc.get_objects()),
+                    "frozen_objects": gc.get_freeze_count(),
                 }
             )
         elif name == "trace":
             emit(_trace(command.get("per", 1), command.get("top", 40)))
         elif name == "stats":
             emit({"gc_seconds": GC_CLOCK.seconds, "gc_collections": GC_CLOCK.collections})
+        elif name == "garbage":
+            # what only the cycle collector frees: its objects by type
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            found = collections.Counter(type(o).__qualname__ for o in gc.garbage)
+            gc.garbage.clear()
+            gc.set_debug(0)
+            emit(
+                {"objects": sum(found.values()), "types": found.most_common(command.get("top", 25))}
+            )
+        elif name == "types":
+            gc.collect()
+            counted = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+            emit(
+                {
+                    "tracked": sum(counted.values()),
+                    "types": counted.most_common(command.get("top", 25)),
+                }
+            )
+        elif name == "gc_pauses":
+            emit({"pauses": GC_CLOCK.take_pauses()})
         elif name == "getlogs":
             emit(await _time_get_logs(broker, command["filter"], command["repeat"]))
         elif name == "tester_getlogs":
@@ -230,7 +263,7 @@ async def serve(mode: str, port: int, freeze: bool, response_cache: bool, resume
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(broker.serve, "127.0.0.1", port)
         if freeze:
-            freeze_startup_objects()  # as `scopecast serve` does
+            await nursery.start(serve_gc_keeper)  # as `scopecast serve` does
         emit({"ready": bound, "pid": os.getpid()})
         await _control(broker)
         nursery.cancel_scope.deadline = trio.current_time() + 5
@@ -245,7 +278,8 @@ def main() -> None:
         "--no-gc-freeze",
         dest="gc_freeze",
         action="store_false",
-        help="skip the gc.freeze() that `scopecast serve` does once started (to measure it)",
+        help="skip the gc.freeze() that `scopecast serve` does once started and every second "
+        "(broker/gc_keeper.py; to measure it)",
     )
     cli.add_argument(
         "--no-response-cache",

@@ -2,7 +2,7 @@
 
 :class:`SyntheticChainAdapter` reports blocks only when asked (``burst``): a run of blocks, each the
 child of the last, with a :data:`bench.payloads.HEAD_SIZE`-byte header and, for a ``logs`` burst,
-one ERC-20 ``Transfer`` log. They go through the broker's real event path (ingestion, head tracker,
+one ERC-20 ``Transfer`` log (``logs:B``: B of them, the burst workload's busy token). They go through the broker's real event path (ingestion, head tracker,
 bus, hub), so the figure measures the broker and not the EVM's mining.
 
 :class:`ConstantChainAdapter` answers every call with the same pre-encoded JSON: served by the real
@@ -75,8 +75,13 @@ class SyntheticChainAdapter(BlockSource):
         self.number += 1
         number = self.number
         logs: tuple[LogRecord, ...] = ()
-        if kind == "logs":
-            logs = (LogRecord(payloads.TOKEN, payloads.log_topics(), payloads.log_json(number)),)
+        if kind.startswith("logs"):
+            # "logs": one Transfer log; "logs:B": B of them, as one transaction of a busy token
+            count = int(kind.partition(":")[2] or 1)
+            logs = tuple(
+                LogRecord(payloads.TOKEN, payloads.log_topics(), payloads.log_json(number, i))
+                for i in range(count)
+            )
         block = ChainBlock(
             number=number,
             hash=payloads.block_hash(number),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -25,6 +24,7 @@ from broker.compose import (
     open_broker,
 )
 from broker.config import PORT_RANGE, Config, ConfigError, env_list, load_config
+from broker.gc_keeper import serve_gc_keeper
 from broker.redis import LeaseTiming
 from broker.status_server import serve_status
 
@@ -323,7 +323,8 @@ async def _serve(options: ServeOptions, config: Config) -> int:
             async with open_broker(config, options) as broker:
                 assert broker.host is not None
                 _log_signing_accounts(broker)
-                freeze_startup_objects()
+                # What start-up built, then what each second adds, out of the collector's sight.
+                await nursery.start(serve_gc_keeper)
                 operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
                 _print_endpoints(broker, broker.host, operator=operator)
                 stop.serving = True
@@ -403,13 +404,6 @@ def _log_signing_accounts(broker: Broker) -> None:
                 network.name,
                 network.chain,
             )
-
-
-def freeze_startup_objects() -> None:
-    """Move what start-up built (modules, a chain, keys: it lives as long as the process) out of
-    the garbage collector's sight, so that full collections scan only what connections add."""
-    gc.collect()
-    gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -155,7 +155,7 @@ class Connections:
         """Let ``conn`` finish its calls, then close it with 1012 and its last cursor (where a
         client resumes on another process with no gap)."""
         await conn.finish_calls()
-        cursor = self._resume.last_cursor(conn) if self._resume is not None else None
+        cursor = await self._resume.closing_cursor(conn) if self._resume is not None else None
         conn.close(frames.CLOSE_SERVICE_RESTART, cursor or "server restarting")
 
     def _forget(self, conn: WebSocketConnection) -> None:

@@ -89,6 +89,7 @@ class EventPath:
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Read the bus and the families' events from now on, and ingest, in ``nursery``."""
+        await nursery.start(self._hub.serve_delivery)
         chains = [n.chain for n in self._networks if n.chain not in self._family_logs]
         started = await nursery.start(self._bus.serve_reader, chains, self.deliver)
         for chain, position in started.items():
@@ -115,7 +116,11 @@ class EventPath:
             for network in self._networks:
                 if isinstance(network.adapter, BlockSource):
                     ingestion = ChainIngestion(
-                        network.adapter, network.chain, self._bus, self._metrics
+                        network.adapter,
+                        network.chain,
+                        self._bus,
+                        self._metrics,
+                        delivered=self._hub.delivery.delivered,
                     )
                     await nursery.start(ingestion.serve)
 
@@ -142,6 +147,7 @@ class EventPath:
             await trio.lowlevel.checkpoint()  # as MemoryBus.publish (the cost measured there)
             wrapped = FamilyEvent(chain, event)
             self._hub.publish(wrapped, log.append(wrapped))
+            await self._hub.delivery.delivered()  # the next waits, as ingestion's blocks do
 
         return on_event
 

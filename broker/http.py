@@ -400,4 +400,8 @@ async def handle_http(
         pass
     finally:
         deadlines.forget(watch)
+        # No cycle outlives the connection (see broker.gc_keeper): the machine and its parser,
+        # and the parked record, whose deadline's callback refers to it through this frame.
+        conn.release()
+        parked = None
     return None

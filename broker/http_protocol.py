@@ -259,6 +259,13 @@ class HttpServerConnection:
 
     # -- the interface ----------------------------------------------------------------------------
 
+    def release(self) -> None:
+        """The connection is done with: forget the parser, which refers back to this machine, so
+        that the pair is freed by reference counting (:mod:`broker.gc_keeper` freezes what lives
+        long, and a cycle among frozen objects would stay). Nothing is received after this."""
+        self._ended = True
+        del self._parser
+
     def receive_data(self, data: bytes) -> None:
         """Feed bytes from the client; ``b""`` means the client closed its side.
 

@@ -6,6 +6,7 @@ Runs once per chain: inside ``scopecast serve`` without Redis, in ``scopecast wo
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -21,8 +22,20 @@ log = logging.getLogger(__name__)
 class ChainIngestion:
     """Connects one chain's reported blocks into canonical events and publishes them."""
 
-    def __init__(self, adapter: BlockSource, chain: str, bus: EventBus, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        adapter: BlockSource,
+        chain: str,
+        bus: EventBus,
+        metrics: Metrics,
+        *,
+        delivered: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``delivered``: waits until what was published is delivered (this process's fan-out,
+        when the bus is in memory), so that the adapter's next block waits for it, as it did when
+        a fan-out ran in one step: a fan-out's slices leave room for calls, not for more events."""
         self.adapter = adapter
+        self._delivered = delivered
         self.chain = chain
         self.bus = bus
         self.metrics = metrics
@@ -108,6 +121,8 @@ class ChainIngestion:
             )
         for event in outcome.events:
             await self.bus.publish(event)
+        if self._delivered is not None:
+            await self._delivered()
 
     async def _fetch_parent(self, need: NeedParent) -> ChainBlock | None:
         return await self.adapter.fetch_block(self.chain, block_hash=need.block_hash)

@@ -2,8 +2,11 @@
 
 Fan-out calls :meth:`Outbox.send` for thousands of connections per event, so it never awaits and
 never wakes a task when the socket can take the bytes at once (the common case). Only when the
-kernel buffer is full are the unsent frames kept, and a flusher task is started that waits for the
-socket to become writable and writes the backlog with one ``writev``.
+kernel buffer is full are the unsent frames kept, and the socket is handed to the process's one
+:class:`_Flusher`, which waits (on an epoll of its own) for the sockets that pushed back to become
+writable and writes each backlog with one ``writev``: a burst that fills thousands of sockets
+costs no task, coroutine or context per connection (they set the garbage collector off), and the
+flusher's work per wake-up is bounded, so other tasks run between two batches.
 
 A frame is queued while the bytes already waiting are within ``limit``, so one frame larger than
 the limit (a full 10,000-log ``eth_getLogs`` reply is about 5 MB) still goes out whole, and the
@@ -16,7 +19,11 @@ silently skipped: after an overflow nothing more is accepted.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import os
+import select
 from collections import deque
 from collections.abc import Awaitable, Callable
 from itertools import islice
@@ -24,8 +31,12 @@ from typing import Any, Final, Protocol
 
 import trio
 
+log = logging.getLogger(__name__)
+
 DEFAULT_LIMIT: Final = 4 * 1024 * 1024
 _IOV_BATCH: Final = 512  # below IOV_MAX (1024 on Linux)
+#: Sockets the flusher writes between two checkpoints.
+_FLUSH_BATCH: Final = 256
 
 
 class TaskStarter(Protocol):
@@ -137,6 +148,12 @@ class Outbox:
         self.broken = True
         self._backlog = None
         self._backlog_size = 0
+        if self._flushing:
+            _flusher().forget(self)  # before the socket closes and its number is reused
+            self._flushed()
+        # The connection's own method: dropped, so that a connection that ended is freed by
+        # reference counting (broker.gc_keeper freezes what lives long; a cycle would stay).
+        self._on_overflow = None
 
     def _overflow(self) -> None:
         self.overflowed = True
@@ -161,22 +178,24 @@ class Outbox:
     def _ensure_flusher(self) -> None:
         if not self._flushing:
             self._flushing = True
-            self._nursery.start_soon(self._flush)
+            _flusher().add(self, self._nursery)
 
-    async def _flush(self) -> None:
-        try:
-            while self._backlog and not self.broken:
-                await trio.lowlevel.wait_writable(self._sock)
-                if self._sock.fileno() != self._fd:  # closed before this task ran: fd reusable
-                    raise trio.ClosedResourceError
-                self._write_backlog()
-        except (trio.ClosedResourceError, OSError):
+    def _writable(self) -> bool:
+        """The flusher found the socket writable: write; whether a backlog is left to wait for."""
+        if self._sock.fileno() != self._fd:  # closed meanwhile: the number may be another's
             self._break()
-        finally:
-            self._flushing = False
-            if self._idle is not None:
-                self._idle.set()
-                self._idle = None
+        else:
+            self._write_backlog()
+        if self._backlog and not self.broken:
+            return True
+        self._flushed()
+        return False
+
+    def _flushed(self) -> None:
+        self._flushing = False
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
 
     def _write_backlog(self) -> None:
         backlog = self._backlog
@@ -199,3 +218,109 @@ class Outbox:
         self._head_offset = written
         if not backlog:
             self._backlog = None
+
+
+class _Flusher:
+    """Writes the backlogs of every outbox whose socket pushed back, in one task that runs while
+    there are any (started in the nursery of the outbox that needed it first)."""
+
+    __slots__ = ("_epoll", "_running", "_waiting")
+
+    def __init__(self) -> None:
+        self._epoll = select.epoll()
+        self._waiting: dict[int, Outbox] = {}
+        self._running = False
+
+    def add(self, outbox: Outbox, nursery: TaskStarter) -> None:
+        try:
+            # One-shot: once reported writable, a socket is reported again only when re-armed.
+            self._epoll.register(outbox._fd, select.EPOLLOUT | select.EPOLLONESHOT)
+        except OSError:
+            outbox._break()
+            return
+        self._waiting[outbox._fd] = outbox
+        if not self._running:
+            self._running = True
+            nursery.start_soon(self._serve)
+
+    def forget(self, outbox: Outbox) -> None:
+        if self._waiting.get(outbox._fd) is outbox:
+            del self._waiting[outbox._fd]
+            with contextlib.suppress(OSError):  # closed already: the kernel dropped it
+                self._epoll.unregister(outbox._fd)
+
+    async def _serve(self) -> None:
+        epoll, waiting = self._epoll, self._waiting
+        try:
+            while waiting:
+                await trio.lowlevel.wait_readable(epoll.fileno())
+                for fd, _ in epoll.poll(0, _FLUSH_BATCH):
+                    outbox = waiting.get(fd)
+                    if outbox is None:
+                        continue
+                    if _still_writing(outbox):
+                        epoll.modify(fd, select.EPOLLOUT | select.EPOLLONESHOT)
+                    else:
+                        self.forget(outbox)
+                await trio.lowlevel.checkpoint()  # a batch at a time: others run in between
+        finally:
+            self._running = False
+            if waiting:  # cancelled (the server stops): the drains waiting are let go
+                for outbox in list(waiting.values()):
+                    self.forget(outbox)
+                    outbox._flushed()
+
+
+def _still_writing(outbox: Outbox) -> bool:
+    """``outbox._writable()``, behind its connection's boundary: the flusher serves every
+    connection, so what goes wrong writing one connection's backlog ends that one only."""
+    try:
+        return outbox._writable()
+    except Exception:
+        log.exception("writing a connection's backlog failed: that connection is cut off")
+        outbox._break()
+        return False
+
+
+class _PortableFlusher:
+    """Where ``select.epoll`` is missing (macOS, the BSDs): each outbox that pushed back waits
+    for its socket in a task of its own, through trio's own I/O (kqueue there). A task per slow
+    consumer instead of one for all, as before the shared flusher."""
+
+    __slots__ = ()
+
+    def add(self, outbox: Outbox, nursery: TaskStarter) -> None:
+        nursery.start_soon(functools.partial(self._serve, outbox))
+
+    def forget(self, outbox: Outbox) -> None:
+        # Its socket is about to close: the task waiting on it is woken (and ends) first.
+        trio.lowlevel.notify_closing(outbox._sock)
+
+    async def _serve(self, outbox: Outbox) -> None:
+        try:
+            while outbox._flushing:
+                await trio.lowlevel.wait_writable(outbox._sock)
+                if not _still_writing(outbox):
+                    return
+        except trio.ClosedResourceError:
+            return  # forgotten: the outbox was stopped, its socket is closing
+        finally:
+            if outbox._flushing and not outbox.broken:  # cancelled: the drains are let go
+                outbox._flushed()
+
+
+_FLUSHER: trio.lowlevel.RunVar[_Flusher | _PortableFlusher] = trio.lowlevel.RunVar(
+    "scopecast_outbox_flusher"
+)
+
+
+def _flusher() -> _Flusher | _PortableFlusher:
+    """This trio run's flusher: one task for all, or a task per outbox without epoll."""
+    try:
+        return _FLUSHER.get()
+    except LookupError:
+        found: _Flusher | _PortableFlusher = (
+            _Flusher() if hasattr(select, "epoll") else _PortableFlusher()
+        )
+        _FLUSHER.set(found)
+        return found

@@ -264,6 +264,9 @@ class WebSocketConnection:
         finally:
             protocol.ended()
             self.outbox.stop()
+            # The context names this connection: no cycle is left once it ended (see
+            # broker.gc_keeper), and a call still under way is told it has no connection.
+            self.context.peer = None
             self._wake_up()
             await self._end_calls()
 

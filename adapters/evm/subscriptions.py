@@ -276,9 +276,11 @@ class EvmIndex(SubscriptionIndex[S]):
             if not groups:
                 continue
             # A subscription is in one bucket only, and a log has one address and first topic:
-            # no subscription is in two groups.
-            matching = groups[0] if len(groups) == 1 else [s for g in groups for s in g]
-            yield matching, log_payload(log.json, event.removed)
+            # no subscription is in two groups. Each group is yielded itself (the same object for
+            # every log it matches), so the broker can gather a block's logs per group.
+            payload = log_payload(log.json, event.removed)
+            for group in groups:
+                yield group, payload
 
     def ended(self, event: object) -> Iterable[S]:
         """A transaction's last step ends its subscription."""

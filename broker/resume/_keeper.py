@@ -147,6 +147,12 @@ class ResumeKeeper:
         found = conn.state.get(_STATE)
         return found.cursor().decode() if isinstance(found, ResumeState) else None
 
+    async def closing_cursor(self, conn: WebSocketConnection) -> str | None:
+        """:meth:`last_cursor` once the fan-outs under way are delivered (a fan-out in slices
+        may not have reached ``conn`` yet); the caller closes with it before its next await."""
+        await self.hub.delivery.delivered()
+        return self.last_cursor(conn)
+
     def state_for(self, conn: Subscriber, chain: str) -> ResumeState:
         """``conn``'s resume state, which now follows ``chain`` (the hub asks as it attaches)."""
         state = self.state(_ours(conn))

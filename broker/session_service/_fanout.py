@@ -5,6 +5,7 @@ connection is told the changes it missed."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,14 @@ class ChangeFanOut:
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Follow the change bus from now on, in ``nursery``."""
-        position = await nursery.start(self._changes.serve_reader, self.on_change)
+        position = await nursery.start(self._changes.serve_reader, self._on_change_in_turn)
         if self._resume is not None:
             self._resume.positions.advance(CHANGES, position)
+
+    def _on_change_in_turn(self, change: SessionChange, position: Position | None = None) -> None:
+        # After the fan-outs under way: the change's cursor says the connection has their
+        # frames (broker.subscriptions._delivery).
+        self._hub.delivery.in_turn(functools.partial(self.on_change, change, position))
 
     async def announce(
         self,

@@ -1,9 +1,11 @@
 """Subscriptions and fan-out for every chain family (the EVM profile's ``eth_subscribe``,
 Solana's PubSub), direct or in a session.
 
-One event becomes one payload per matching group, encoded once; for each form of notification (a
-direct one, or the session's ``wallet_notify``) the frame is split around the subscription id
-once, so delivering to a subscriber is one concatenation and one non-blocking write.
+One event becomes one payload per matching group and item (a block's logs), encoded once; for
+each form of notification (a direct one, or the session's ``wallet_notify``) the frames are split
+around the subscription id once, so delivering an event to a subscriber is one join and one
+non-blocking write, however many frames it makes. Fan-outs run in order, in slices, so that a large
+one does not hold up the calls that arrive meanwhile (``_delivery``).
 """
 
 from broker.subscriptions._hub import SubscriptionHub as SubscriptionHub

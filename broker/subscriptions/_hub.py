@@ -7,17 +7,22 @@ says what a subscription matches and what it sends.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import secrets
+import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
+
+import trio
 
 from adapters.base import SubscriptionFamily, SubscriptionIndex
 from broker.after_answer import send_after_answer
 from broker.cursors import FeedPositions
 from broker.events import FamilyEvent, HubEvent
 from broker.metrics import Metrics
-from broker.subscriptions._frames import HEX_ID_LENGTH, notification_frames
+from broker.subscriptions._delivery import DeliveryQueue
+from broker.subscriptions._frames import HEX_ID_LENGTH, FrameBatch, notification_frames
 from broker.subscriptions._model import (
     MAX_PER_CONNECTION,
     CursorKeeper,
@@ -45,6 +50,9 @@ class SubscriptionHub:
         #: Cursors and resume records (the resume keeper, which uses the hub in turn: the
         #: composition root, :mod:`broker.compose`, links the two).
         self.cursors: CursorKeeper = NoCursors()
+        #: Fan-outs in order, in slices; what must follow the fan-outs begun before it (a session
+        #: change's cursor, a closing one) takes its turn here too.
+        self.delivery = DeliveryQueue()
 
     # -- managing subscriptions -----------------------------------------------------------------
 
@@ -164,6 +172,7 @@ class SubscriptionHub:
         if previous is not None:
             self._remove(subs, previous)
         sub.resume = self.cursors.state_for(sub.conn, sub.chain)
+        sub.send = sub.conn.frame_sender()
         subs[sub.id] = sub
         index = self._chains.get(sub.chain)
         if index is None:
@@ -207,43 +216,71 @@ class SubscriptionHub:
             index.remove(sub, sub.matcher)
         self._count -= 1
         self._metrics.subscriptions.labels(sub.kind).dec()
+        # A fan-out under way holds it still: its frames now go nowhere (no flag to check, and
+        # nothing more to keep per subscription).
+        sub.send = _refuse
 
     # -- delivery -------------------------------------------------------------------------------
 
-    def publish(self, event: HubEvent, position: str | None = None) -> int:
+    def publish(self, event: HubEvent, position: str | None = None) -> None:
         """Deliver one chain event (at ``position`` on its chain's log) to every matching
-        subscription; returns deliveries made."""
+        subscription, after the events published before it: at once when none is under way
+        (slices of a large fan-out go on in :meth:`serve_delivery`'s task)."""
+        self.delivery.submit(functools.partial(self._begin, event, position))
+
+    async def serve_delivery(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the slices of large fan-outs (see :mod:`broker.subscriptions._delivery`)."""
+        await self.delivery.serve(task_status=task_status)
+
+    def _begin(self, event: HubEvent, position: str | None) -> _FanOut | None:
+        """The fan-out of ``event``, begun: its position advanced, its subscribers taken."""
         if position is not None:
             self.positions.advance(event.chain, position, event)
         index = self._chains.get(event.chain)
         if index is None:
-            return 0
-        # Each payload's frames are written as they are built. Gathering a block's frames per
-        # connection first allocated a container per subscriber and event, and at 10,000
-        # subscribers those allocations set off the garbage collector mid-delivery (p99 400 ms,
-        # docs/benchmarks); one write per payload keeps the hot path free of tracked allocations.
-        sent = 0
+            return None
+        # Each group's payloads (a block's logs) are gathered first, so that a subscriber gets
+        # every frame the event makes for it in one write. Containers are made per group and per
+        # event, never per subscriber: at 10,000 subscribers, a container each set off the garbage
+        # collector mid-delivery (p99 400 ms, docs/benchmarks).
+        # A group is known by its identity (an index yields the same one for each log it
+        # matches), so each is held here until the end: no other takes its id meanwhile.
+        groups: dict[int, tuple[Iterable[Subscription], list[Subscription], list[bytes]]] = {}
         for subs, payload in index.matching(_family_event(event)):
-            first = next(iter(subs), None)
-            if first is None:
-                continue
-            for sub, frame in self._frames(subs, first, payload):
-                if sub.send(frame):
-                    sent += 1
-            if first.matcher.one_shot:
-                for sub in list(subs):  # it ends with its one notification (signatureSubscribe)
-                    taken = connection_subs(sub.conn)
-                    if taken.get(sub.id) is sub:
-                        self._remove(taken, sub)
-                        self.cursors.changed(sub.conn)
-        for sub in list(index.ended(_family_event(event))):  # its last step (a transaction's)
-            taken = connection_subs(sub.conn)
-            if taken.get(sub.id) is sub:
-                self._remove(taken, sub)
-                self.cursors.changed(sub.conn)
-        if sent:
-            self._metrics.notifications.inc(sent)
-        return sent
+            found = groups.get(id(subs))
+            if found is None:
+                # The group as it is now: subscriptions that end later are skipped as they come
+                # (their send refuses), those that begin later missed this event.
+                taken = list(subs)
+                if not taken:
+                    continue
+                groups[id(subs)] = found = (subs, taken, [])
+            found[2].append(payload)
+        # Those whose last step this event is (a transaction's life): ended once it is delivered.
+        ended = list(index.ended(_family_event(event)))
+        if not groups:
+            self._end_all(ended)
+            return None
+        id_length = None if self.families[event.chain].integer_ids else HEX_ID_LENGTH
+        batches = [
+            (taken, FrameBatch(payloads, taken[0].notification, id_length))
+            for _, taken, payloads in groups.values()
+        ]
+        return _FanOut(self, batches, ended)
+
+    def _end_all(self, subs: list[Subscription]) -> None:
+        for sub in subs:
+            self._end_one_shot(sub)
+
+    def _end_one_shot(self, sub: Subscription) -> None:
+        """``sub`` ends with its one notification (Solana's ``signatureSubscribe``), or its last
+        (a transaction's ``finalized``)."""
+        taken = connection_subs(sub.conn)
+        if taken.get(sub.id) is sub:
+            self._remove(taken, sub)
+            self.cursors.changed(sub.conn)
 
     def index(self, chain: str) -> SubscriptionIndex[Subscription] | None:
         """The family's index of ``chain``'s subscriptions (None before the first)."""
@@ -275,6 +312,62 @@ class SubscriptionHub:
     ) -> Iterable[tuple[Subscription, bytes]]:
         id_length = None if self.families[first.chain].integer_ids else HEX_ID_LENGTH
         return notification_frames(subs, payload, first.notification, id_length)
+
+
+def _refuse(frame: bytes) -> bool:
+    return False
+
+
+#: Frames sent between two looks at the clock (a look costs about what a small frame does).
+_FRAMES_PER_CHECK: Final = 256
+
+
+class _FanOut:
+    """One event's fan-out: each group's subscribers, as they were when it began, and the frames
+    the event makes for them (:class:`FrameBatch`), one write per subscriber."""
+
+    __slots__ = ("_at", "_batches", "_ended", "_hub", "_next")
+
+    def __init__(
+        self,
+        hub: SubscriptionHub,
+        batches: list[tuple[list[Subscription], FrameBatch]],
+        ended: list[Subscription],
+    ):
+        self._hub = hub
+        self._batches = batches
+        self._ended = ended  # subscriptions this event ends, once it is delivered
+        self._next = 0  # the batch under way
+        self._at = 0  # its next subscriber
+
+    def run(self, until: float) -> bool:
+        clock = time.perf_counter
+        sent = 0
+        try:
+            while self._next < len(self._batches):
+                subs, batch = self._batches[self._next]
+                one_shot = subs[0].matcher.one_shot
+                step = max(1, _FRAMES_PER_CHECK // batch.count)
+                at, end = self._at, len(subs)
+                while at < end:
+                    stop = min(end, at + step)
+                    for i in range(at, stop):
+                        sub = subs[i]
+                        if sub.send(batch.frames(sub)):
+                            sent += batch.count
+                        if one_shot:
+                            self._hub._end_one_shot(sub)
+                    at = stop
+                    if at < end and clock() >= until:
+                        self._at = at
+                        return False
+                self._next += 1
+                self._at = 0
+            self._hub._end_all(self._ended)
+            return True
+        finally:
+            if sent:
+                self._hub._metrics.notifications.inc(sent)
 
 
 def _family_event(event: HubEvent) -> object:

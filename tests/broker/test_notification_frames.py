@@ -11,7 +11,7 @@ from typing import Any
 from adapters.evm.subscriptions import parse_subscribe
 from broker.cursors import FeedPositions, ResumeState
 from broker.subscriptions import Subscription
-from broker.subscriptions._frames import HEX_ID_LENGTH, notification_frames
+from broker.subscriptions._frames import HEX_ID_LENGTH, FrameBatch, notification_frames
 
 PAYLOAD = b'{"number":"0x10"}'
 SCOPE = "eip155:1"
@@ -47,14 +47,20 @@ def _sub(sub_id: str, scope: str | None, resume: ResumeState | None) -> Subscrip
     return sub
 
 
-def _message(frame: bytes) -> Any:
-    """The JSON of one unmasked server text frame (its header's length checked)."""
-    assert frame[0] == 0x81
+def _header(frame: bytes) -> tuple[int, int]:
+    """Where an unmasked server frame's payload starts, and its length, as its header says."""
     length, start = frame[1], 2
     if length == 126:
         length, start = int.from_bytes(frame[2:4], "big"), 4
     elif length == 127:
         length, start = int.from_bytes(frame[2:10], "big"), 10
+    return start, length
+
+
+def _message(frame: bytes) -> Any:
+    """The JSON of one unmasked server text frame (its header's length checked)."""
+    assert frame[0] == 0x81
+    start, length = _header(frame)
     assert len(frame) - start == length
     return json.loads(frame[start:])
 
@@ -132,3 +138,64 @@ def test_ids_of_any_length_frame_whole_when_the_family_numbers_them() -> None:
     ]
     assert messages[4]["params"]["notification"]["params"]["subscription"] == 55555
     assert messages[4]["params"]["cursor"] == "f" * 24 + ".7-0"
+
+
+def _split(buffer: bytes) -> list[bytes]:
+    """A buffer of back-to-back server frames, frame by frame (each header's length obeyed)."""
+    found = []
+    while buffer:
+        start, length = _header(buffer)
+        found.append(buffer[: start + length])
+        buffer = buffer[start + length :]
+    return found
+
+
+def test_a_batch_is_each_payloads_frame_back_to_back_for_every_kind_of_subscriber() -> None:
+    live = FeedPositions()
+    live.advance("changes", "1-0")
+    live.advance(SCOPE, "7-0")
+    shared = _state(live, "a" * 24, "changes", SCOPE)
+    pinned = _state(live, "c" * 24, "changes", SCOPE)
+    pinned.pinned = {SCOPE: "5-2"}
+    hex_id = "0x" + "ab" * 16
+    subs = [
+        _sub(hex_id, None, shared),
+        _sub(hex_id, None, _state(live, "b" * 24, "changes", SCOPE)),
+        _sub(hex_id, None, pinned),
+        _sub(hex_id, SCOPE, shared),
+        _sub(hex_id, None, _state(live, "e" * 24, "changes", SCOPE, "eip155:2")),
+        _sub(hex_id, None, None),
+        _sub(hex_id, SCOPE, None),
+    ]
+    # small, medium (2-byte length) and large (8-byte length) frames, one of them with a '%'
+    payloads = [PAYLOAD, b'{"data":"' + b"7" * 300 + b'%"}', b'"' + b"x" * 70_000 + b'"']
+    for count in (1, 3):
+        batch = FrameBatch(payloads[:count], b"eth_subscription", HEX_ID_LENGTH)
+        assert batch.count == count
+        for sub in subs:
+            one_by_one = [
+                dict(notification_frames([sub], payload, b"eth_subscription", HEX_ID_LENGTH))[sub]
+                for payload in payloads[:count]
+            ]
+            buffer = batch.frames(sub)
+            assert _split(buffer) == one_by_one
+            assert [_message(frame) for frame in one_by_one]  # each a whole, valid frame
+
+
+def test_a_batch_frames_ids_of_any_length() -> None:
+    live = FeedPositions()
+    live.advance(SCOPE, "7-0")
+    subs = [_sub(str(n), None, _state(live, f"{n:024x}", SCOPE)) for n in (1, 22, 333)]
+    subs += [_sub("4444", "solana:x", None), _sub("5", None, None)]
+    payloads = [PAYLOAD, b'{"slot":2}']
+    batch = FrameBatch(payloads, b"slotNotification", None)
+    for sub in subs:
+        messages = [_message(frame) for frame in _split(batch.frames(sub))]
+        assert len(messages) == 2
+        for message, payload in zip(messages, payloads, strict=True):
+            params = message["params"]
+            inner = params["notification"]["params"] if sub.scope else params
+            assert inner["subscription"] == int(sub.id)
+            assert inner["result"] == json.loads(payload)
+            if sub.resume is not None:
+                assert params["cursor"] == f"{int(sub.id):024x}.7-0"

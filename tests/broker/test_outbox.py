@@ -1,14 +1,26 @@
 """The outbox over a real socket pair: direct writes, an ordered backlog, overflow that keeps the
-stream well-formed and ends with the close frame."""
+stream well-formed and ends with the close frame. Each test runs with the shared flusher (epoll)
+and with the portable one (``select.epoll`` hidden, as on macOS and the BSDs)."""
 
+import select
 import socket
 import struct
 
+import pytest
 import trio
 import trio.testing
 
 from broker import frames
 from broker.outbox import Outbox
+
+
+@pytest.fixture(autouse=True, params=["epoll", "portable"])
+async def flusher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which flusher this trio run's outboxes get (each test is a new run: chosen afresh).
+    Hidden from inside the run: trio's own epoll was made as the run began."""
+    if request.param == "portable":
+        monkeypatch.delattr(select, "epoll")
+    return str(request.param)
 
 
 def small_pair() -> tuple[trio.socket.SocketType, trio.socket.SocketType]:
@@ -141,3 +153,29 @@ async def test_a_reader_that_keeps_up_gets_large_frames_back_to_back() -> None:
                 assert (opcode, payload) == (frames.OP_TEXT, big)
                 await outbox.drain()
             assert not outbox.overflowed
+
+
+async def test_many_sockets_pushing_back_are_flushed_by_one_task(flusher: str) -> None:
+    pairs = [small_pair() for _ in range(40)]
+    payloads = [f"frame {i} ".encode() * 40 for i in range(60)]
+    try:
+        async with trio.open_nursery() as nursery:
+            before = trio.lowlevel.current_statistics().tasks_living
+            outboxes = [Outbox(server, nursery, limit=10_000_000) for server, _ in pairs]
+            for outbox in outboxes:
+                for payload in payloads:
+                    assert outbox.send(frames.text_frame(payload))
+            assert all(outbox.backlog_size for outbox in outboxes)  # every socket pushed back
+            # one flusher for all of them, not a task per connection (without epoll: one each)
+            flushers = 1 if flusher == "epoll" else len(pairs)
+            assert trio.lowlevel.current_statistics().tasks_living == before + flushers
+            for _, client in pairs:
+                found = await read_frames(client, len(payloads))
+                assert [payload for _, payload in found] == payloads
+            for outbox in outboxes:
+                await outbox.drain()
+                assert outbox.backlog_size == 0
+    finally:
+        for server, client in pairs:
+            server.close()
+            client.close()

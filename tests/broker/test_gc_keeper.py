@@ -1,0 +1,73 @@
+"""The GC keeper (``broker.gc_keeper``) freezes what survives a collection, which is safe only
+because a connection that ends leaves no reference cycle: both are checked here, the second with
+real connections (sessions, subscriptions, a notification) that end."""
+
+from __future__ import annotations
+
+import collections
+import gc
+
+import trio
+
+from broker.gc_keeper import collect_and_freeze
+from tests.support.inprocess import RunningBroker, dapp
+from tests.support.waiting import eventually
+
+DEV = "eip155:1337"
+
+
+class _Kept:
+    pass
+
+
+def test_what_survives_is_frozen_and_what_is_new_is_collected() -> None:
+    try:
+        kept = _Kept()
+        before = gc.get_freeze_count()
+        collect_and_freeze()
+        assert gc.get_freeze_count() > before
+        assert not any(o is kept for o in gc.get_objects())  # out of the collector's sight
+        cycle: list[object] = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1  # what came after the freeze is still collected
+    finally:
+        gc.unfreeze()
+
+
+async def test_connections_that_end_leave_no_cycle_for_the_collector(node: RunningBroker) -> None:
+    scopes = {
+        DEV: {
+            "methods": ["eth_subscribe", "eth_unsubscribe"],
+            "notifications": ["eth_subscription"],
+        }
+    }
+    with trio.fail_after(60):
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for round_index in range(3):
+                async with (
+                    dapp(node.ws_url(), origin=f"https://a{round_index}.example") as session,
+                    dapp(node.ws_url()) as direct,
+                ):
+                    await session.result("wallet_createSession", {"optionalScopes": scopes})
+                    invoke = {"scope": DEV, "request": {"method": "eth_subscribe"}}
+                    invoke["request"]["params"] = ["newHeads"]  # type: ignore[index]
+                    await session.result("wallet_invokeMethod", invoke)
+                    await direct.result("eth_subscribe", ["logs", {}])
+                    await direct.result("eth_subscribe", ["newHeads"])
+                    assert "error" not in await node.rpc("evm_mine", [])
+                    await session.notification()
+                    await direct.notification()
+            await eventually(lambda: len(node.broker.connections) == 0, "the connections end")
+            gc.collect()
+            ours = [
+                type(o).__module__ + "." + type(o).__qualname__
+                for o in gc.garbage
+                if type(o).__module__.startswith(("broker", "adapters", "schemas"))
+            ]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    assert ours == [], collections.Counter(ours)
