@@ -218,6 +218,10 @@ class ConnectionDeadlines:
                 watch.expire()
 
 
+def _expired() -> None:
+    """The callback of a watch whose connection has ended (forgotten already)."""
+
+
 class _Watch:
     __slots__ = ("deadline", "expire", "writing")
 
@@ -404,4 +408,5 @@ async def handle_http(
         # and the parked record, whose deadline's callback refers to it through this frame.
         conn.release()
         parked = None
+        watch.expire = _expired  # its callback refers to it through this frame: a cycle
     return None

@@ -80,7 +80,7 @@ class Outbox:
     ) -> None:
         self._sock = sock
         self._fd = sock.fileno()
-        self._nursery = nursery
+        self._nursery: TaskStarter | None = nursery
         # Created when the socket first pushes back, dropped once drained: most connections never
         # need one, and an empty deque costs more than the rest of the outbox.
         self._backlog: deque[bytes] | None = None
@@ -154,6 +154,7 @@ class Outbox:
         # The connection's own method: dropped, so that a connection that ended is freed by
         # reference counting (broker.gc_keeper freezes what lives long; a cycle would stay).
         self._on_overflow = None
+        self._nursery = None  # the connection, often: it holds this outbox (no cycle either)
 
     def _overflow(self) -> None:
         self.overflowed = True
@@ -178,6 +179,7 @@ class Outbox:
     def _ensure_flusher(self) -> None:
         if not self._flushing:
             self._flushing = True
+            assert self._nursery is not None, "a stopped outbox sends nothing"
             _flusher().add(self, self._nursery)
 
     def _writable(self) -> bool:
