@@ -1,9 +1,10 @@
 """A chain family's own events across processes' roles: the Solana dev chain ingested once by a
 worker (its leader lease), its slots and account changes on the chain's Redis Stream, fanned out
-by two web brokers that read it from a real redis-server. Session clients (``wallet_notify``) and
+by web brokers that read it from a real redis-server. Session clients (``wallet_notify``) and
 direct ones (``/solana/ws/v3/<KEY>``) follow slots and an account receiving transfers on web A;
-web A is cut off (its sockets dropped, no drain); every client resumes on web B with its last
-cursor and must have seen every slot and every account change exactly once, in order, judged
+web A is cut off (its sockets dropped, no drain) and every client resumes on web B with its last
+cursor; then web B is stopped as for a deploy (1012 and a cursor) and every client resumes on
+web C. Each must have seen every slot and every account change exactly once, in order, judged
 against the chain's own balances.
 
 The fleet runs in the test's trio run (real sockets, real Redis): the worker and both web brokers
@@ -15,6 +16,8 @@ Solana chain (``worker`` refuses embedded dev chains).
 from __future__ import annotations
 
 import base64
+import json
+import struct
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -60,6 +63,8 @@ class Follower:
     balances: list[int] = field(default_factory=list)
     cursor: str | None = None
     resumed: list[dict[str, Any]] = field(default_factory=list)
+    #: The close frames received (code, reason).
+    closes: list[tuple[int, str]] = field(default_factory=list)
     _ids: int = 0
 
     async def connect(self, web: RunningBroker, resume: bool) -> RawWebSocket:
@@ -128,8 +133,13 @@ class Follower:
             if recipient is not None:
                 await self.subscribe(ws, recipient)
             task_status.started()
-            while (message := await ws.message()) is not None:
-                self.take(message)
+            while (frame := await ws.frame()) is not None:
+                opcode, payload = frame
+                if opcode == 0x8:  # a drain's close: 1012 and the cursor to resume from
+                    self.closes.append((struct.unpack("!H", payload[:2])[0], payload[2:].decode()))
+                    return
+                if opcode == 0x1:
+                    self.take(json.loads(payload))
         except OSError:
             return  # the web process went away: the drop the test makes
         finally:
@@ -157,6 +167,18 @@ class Sender:
         sent = await web.rpc("sendTransaction", [encoded, {"encoding": "base64"}], network="solana")
         assert sent.get("result") == str(tx.signatures[0]), sent
         self.balances.append((self.balances[-1] if self.balances else 0) + lamports)
+
+
+async def seen_by_all(web: RunningBroker, sender: Sender, followers: list[Follower]) -> None:
+    """Wait until every follower has every transfer sent and the slots after them."""
+    slot = (await web.rpc("getSlot", [], network="solana"))["result"]
+    await eventually(
+        lambda: all(
+            f.balances and f.balances[-1] == sender.balances[-1] and f.slots[-1] >= slot + 2
+            for f in followers
+        ),
+        f"every client on port {web.port} sees every transfer and the slots after them",
+    )
 
 
 @asynccontextmanager
@@ -188,6 +210,7 @@ async def test_solana_subscriptions_resume_on_another_web_process(
     sender = Sender(str(Keypair().pubkey()))
     followers = [Follower(i, session=i % 2 == 0) for i in range(2 * CLIENTS)]
     witness = Follower(len(followers), session=False)
+    witness_c = Follower(len(followers) + 1, session=False)
     with trio.fail_after(90):
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             worker = Worker(
@@ -227,26 +250,41 @@ async def test_solana_subscriptions_resume_on_another_web_process(
                 )
                 for _ in range(AFTER):
                     await sender.send(web_b)
-                slot = (await web_b.rpc("getSlot", [], network="solana"))["result"]
-                await eventually(
-                    lambda: all(
-                        len(f.balances) >= len(sender.balances) and f.slots[-1] >= slot + 2
-                        for f in [*followers, witness]
-                    ),
-                    "every client on web B sees every transfer and the slots after them",
-                )
+                await seen_by_all(web_b, sender, [*followers, witness])
+                # Web C starts; web B is stopped as for a deploy: each client gets 1012 and the
+                # cursor to resume from.
+                web_c, _ = await stack.enter_async_context(web_process(nursery, options, network))
+                await nursery.start(witness_c.run, web_c, sender.recipient)
+                web_b.broker.shutdown()
+            for _ in range(DURING):
+                await sender.send(web_c)
+            await eventually(
+                lambda: len(witness_c.balances) == DURING, "web C delivers the transfers"
+            )
+            async with trio.open_nursery() as clients:
+                for follower in followers:
+                    code, cursor = follower.closes[-1]
+                    assert code == 1012
+                    # The drain's cursor is the last notification's: nothing sent was lost.
+                    assert cursor == follower.cursor
+                    follower.cursor = cursor
+                    await clients.start(follower.run, web_c, None)
+                for _ in range(AFTER):
+                    await sender.send(web_c)
+                await seen_by_all(web_c, sender, [*followers, witness_c])
                 clients.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
 
     balance = sender.balances[-1]
     for follower in followers:
         who = f"client {follower.index} ({'session' if follower.session else 'direct'})"
-        assert len(follower.resumed) == 1, who
-        assert follower.resumed[0]["complete"] is True, (who, follower.resumed)
+        assert [r["complete"] for r in follower.resumed] == [True, True], (who, follower.resumed)
         assert follower.balances == sender.balances, who
         slots = follower.slots
         assert slots == list(range(slots[0], slots[0] + len(slots))), (who, slots)
         # The transfers made meanwhile (and their slots) were replayed, not only sent live.
-        assert follower.resumed[0]["replayed"] >= DURING, (who, follower.resumed)
-    assert witness.balances == sender.balances
-    assert balance == sum(BASE + i for i in range(BEFORE + DURING + AFTER))
+        assert [r["replayed"] >= DURING for r in follower.resumed] == [True, True], who
+    total = BEFORE + 2 * (DURING + AFTER)
+    assert witness.balances == sender.balances[: BEFORE + DURING + AFTER]
+    assert witness_c.balances == sender.balances[BEFORE + DURING + AFTER :]
+    assert balance == sum(BASE + i for i in range(total))
