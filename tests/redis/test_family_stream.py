@@ -2,7 +2,8 @@
 version, read back equal by every reader and by a resume's range, a repeated append refused; an
 entry of an encoding version this release does not read is dropped with one error line (the
 reader goes on) and makes a resume's range incomplete rather than wrong. A family whose events
-cannot travel is said so at start-up, one line per chain, by a web process and by a worker."""
+cannot travel is said so at start-up, one line per chain, by a web process and by a worker; a
+resume range older than the resume window is refused for family events as for blocks."""
 
 from __future__ import annotations
 
@@ -118,3 +119,22 @@ async def test_a_family_that_cannot_travel_says_so_once_at_start_up(
         assert len(lines) == 2 * expected  # the web process's line and the worker's
         said.extend(lines)
     assert all(line.startswith(chain) and "\n" not in line for line in said)
+
+
+async def test_a_resume_range_older_than_the_window_is_refused(
+    client: RedisClient, prefix: str
+) -> None:
+    bus = RedisEventBus(client, prefix=prefix, maxlen=1000, block_ms=300, window=3.0)
+    bus.carry(CHAIN, SolanaEventCodec())
+    received: Collector[HubEvent] = Collector()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(bus.serve_reader, [CHAIN], received)
+            for number in (1, 2):
+                await bus.append(slot(number))
+            await received.wait_for(2)
+            nursery.cancel_scope.cancel()
+        first, last = received.positions
+        assert await bus.read_range(CHAIN, first, last) == [(last, slot(2))]
+        await trio.sleep(3.1)  # past the resume window: the cursor names what is too old now
+        assert await bus.read_range(CHAIN, first, last) is None
