@@ -243,6 +243,33 @@ ChainCall = Callable[[str, list[Any]], Awaitable[Any]]
 """A call to a chain's node: method and params in, the decoded result out."""
 
 
+class EventCodec(ABC):
+    """How a chain family's events travel between processes (a worker appends them to the chain's
+    Redis Stream, every web process reads them back): the family owns the encoding and versions
+    it. The broker stores :attr:`version` beside each encoded event and hands it back to
+    :meth:`decode`, so a family that changes its encoding keeps reading what an older release
+    appended (a rolling deploy, or a resume across it) or refuses it clearly.
+
+    The decoded event must render exactly as the original does, for every matcher (a family's
+    tests compare :meth:`EventMatcher.render` of both).
+    """
+
+    #: The version :meth:`encode` writes.
+    version: ClassVar[int]
+
+    @abstractmethod
+    def encode(self, event: object) -> bytes:
+        """One of the family's events as bytes."""
+
+    @abstractmethod
+    def decode(self, data: bytes, version: int) -> object:
+        """The event :meth:`encode` made of it, at encoding ``version``.
+
+        Raises:
+            ValueError: ``data`` is not an event of that version, or the version is unknown.
+        """
+
+
 class SubscriptionFamily(ABC):
     """A chain family's subscriptions over the WebSocket (its PubSub), as the broker serves them
     for every adapter of the family: the broker owns ids, connections, session scoping
@@ -310,6 +337,14 @@ class SubscriptionFamily(ABC):
     def follower(self, chain: str, call: ChainCall) -> Follower | None:
         """What makes the family's events that need the node's answers on ``chain`` (``call``
         asks its node); None (the default): every event comes from the adapter's reports."""
+        return None
+
+    def event_codec(self) -> EventCodec | None:
+        """How the family's events travel between processes, so that a worker ingests its chains
+        once and every web process serves their subscriptions (cursors and resume included);
+        None (the default): they cannot, and each process that serves a chain of the family
+        follows it itself (the broker says so at start-up). A family whose events come from
+        reported blocks (the EVM profile's) needs none: the broker carries the blocks."""
         return None
 
 

@@ -1,5 +1,8 @@
 """The event bus between ingestion and fan-out.
 
+It carries every chain's events: the EVM profile's block events, and a chain family's own events
+(:class:`~broker.events.FamilyEvent`) when the family says how they travel
+(:meth:`adapters.base.SubscriptionFamily.event_codec`, given to :meth:`EventBus.carry`).
 In one process (no ``REDIS_URL``) the bus hands each event straight to its subscribers. With Redis,
 the worker appends events to a stream per chain and every web process reads them (see
 :mod:`broker.redis`). Both keep the same contract: events of one chain arrive in order, once,
@@ -20,12 +23,13 @@ from typing import Final, Generic, TypeVar
 
 import trio
 
-from broker.events import ChainEvent
+from adapters.base import EventCodec
+from broker.events import HubEvent
 
 Position = str
 """Where an entry sits on a chain's (or the session changes') log; opaque outside its bus."""
 
-EventHandler = Callable[[ChainEvent, Position], object]
+EventHandler = Callable[[HubEvent, Position], object]
 
 #: How long an entry stays readable by :meth:`EventBus.read_range` (seconds), by default.
 DEFAULT_RESUME_WINDOW: Final = 300.0
@@ -102,8 +106,12 @@ class MemoryLog(Generic[T]):
 class EventBus(ABC):
     """Carries chain events from the ingestion side to the fan-out side."""
 
+    def carry(self, chain: str, codec: EventCodec) -> None:  # noqa: B027 - optional
+        """Carry the family events of ``chain``, encoded by ``codec`` where they leave the
+        process (a bus in this process's memory hands them over as they are: nothing to do)."""
+
     @abstractmethod
-    async def publish(self, event: ChainEvent) -> None:
+    async def publish(self, event: HubEvent) -> None:
         """Append one event (ordered per chain)."""
 
     @abstractmethod
@@ -120,7 +128,7 @@ class EventBus(ABC):
     @abstractmethod
     async def read_range(
         self, chain: str, after: Position, upto: Position
-    ) -> list[tuple[Position, ChainEvent]] | None:
+    ) -> list[tuple[Position, HubEvent]] | None:
         """The events of ``chain`` after ``after`` up to ``upto``, oldest first; None when they
         cannot all be read (``after`` unknown or malformed, or entries after it trimmed)."""
 
@@ -137,15 +145,15 @@ class MemoryBus(EventBus):
     def __init__(self, *, window: float = DEFAULT_RESUME_WINDOW) -> None:
         self.window = window
         self._handlers: list[tuple[frozenset[str], EventHandler]] = []
-        self._logs: dict[str, MemoryLog[ChainEvent]] = {}
+        self._logs: dict[str, MemoryLog[HubEvent]] = {}
 
-    def _log(self, chain: str) -> MemoryLog[ChainEvent]:
+    def _log(self, chain: str) -> MemoryLog[HubEvent]:
         log = self._logs.get(chain)
         if log is None:
             log = self._logs[chain] = MemoryLog(window=self.window)
         return log
 
-    async def publish(self, event: ChainEvent) -> None:
+    async def publish(self, event: HubEvent) -> None:
         # A checkpoint, as trio's async functions are, before the event is delivered (cancelled:
         # not published). Measured: 13 us a publish, once per event, where fanning an event out to
         # 1,000 subscribers takes about 7 ms (docs/benchmarks): 0.2 %.
@@ -172,6 +180,6 @@ class MemoryBus(EventBus):
 
     async def read_range(
         self, chain: str, after: Position, upto: Position
-    ) -> list[tuple[Position, ChainEvent]] | None:
+    ) -> list[tuple[Position, HubEvent]] | None:
         await trio.lowlevel.checkpoint()
         return self._log(chain).read_range(after, upto)

@@ -1,9 +1,13 @@
-"""The event path: chain events from the bus (or from a chain family's log in this process) to the
-subscription hub, the polled filters and the response cache's head epochs; and, where this
-process ingests, each chain's ingestion publishing to the bus."""
+"""The event path: chain events from the bus to the subscription hub, the polled filters and the
+response cache's head epochs; and, where this process ingests, each chain's ingestion publishing
+to the bus: an EVM adapter's blocks, or a chain family's own events (Solana's) when the family says
+how they travel (:meth:`adapters.base.SubscriptionFamily.event_codec`). Those of a family that
+cannot travel stay in this process, on a log per chain, followed by every process that serves the
+chain (which says so at start-up when it is a web process)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,7 +19,8 @@ from adapters.evm.blocks import PendingTransaction
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.filters import FilterRegistry
 from broker.bus import EventBus, MemoryLog, Position
-from broker.events import ChainEvent, FamilyEvent, HeadEvent
+from broker.events import FamilyEvent, HeadEvent, HubEvent
+from broker.family_codecs import stays_in_process, travelling_codec
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from broker.networks import Network, Networks
@@ -23,21 +28,33 @@ from broker.response_cache import HeadEpochs
 from broker.resume import ResumeKeeper
 from broker.subscriptions import SubscriptionHub
 
+log = logging.getLogger(__name__)
+
 
 def chain_families(
-    networks: Networks, hub: SubscriptionHub, *, window: float
+    networks: Networks, hub: SubscriptionHub, bus: EventBus, *, window: float, ingest: bool
 ) -> dict[str, MemoryLog[FamilyEvent]]:
-    """Give ``hub`` the subscription family of each network that has one, and a log for the
-    events of those whose adapter reports the family's own (Solana's), which stay in this process
-    (an adapter that reports blocks feeds the EVM profile's through ingestion and the bus); the
-    logs, by chain."""
+    """Give ``hub`` the subscription family of each network that has one, and ``bus`` the codec
+    of each whose adapter reports the family's own events (Solana's) that can travel; a log for
+    those that cannot, which stay in this process (said once at start-up where another process
+    ingests: ``ingest`` False). The logs, by chain."""
     logs: dict[str, MemoryLog[FamilyEvent]] = {}
     for network in networks:
         family = network.adapter.subscription_family(network.chain)
         if family is not None:
             hub.families[network.chain] = family
-            if not isinstance(network.adapter, BlockSource):
-                logs[network.chain] = MemoryLog(window=window)
+        codec = travelling_codec(network)
+        if codec is not None:
+            bus.carry(network.chain, codec)
+        elif stays_in_process(network):
+            logs[network.chain] = MemoryLog(window=window)
+            if not ingest:
+                log.warning(
+                    "%s: its family's events cannot travel between processes (the family has no "
+                    "event codec): this process follows the chain itself, and its subscriptions "
+                    "resume only on this process",
+                    network.chain,
+                )
     return logs
 
 
@@ -75,8 +92,11 @@ class EventPath:
             if follower is not None:
                 self._followers[network.chain] = follower
 
-    def deliver(self, event: ChainEvent, position: Position) -> None:
+    def deliver(self, event: HubEvent, position: Position) -> None:
         """One chain event read from the bus at ``position``."""
+        if isinstance(event, FamilyEvent):
+            self._hub.publish(event, position)
+            return
         if isinstance(event, HeadEvent):
             self._epochs.on_head(event.chain, event.block.number, event.block.hash)
         elif event.removed:
@@ -123,6 +143,9 @@ class EventPath:
                         delivered=self._hub.delivery.delivered,
                     )
                     await nursery.start(ingestion.serve)
+                elif travelling_codec(network) is not None:
+                    publish = self._publishing_feed(network.chain)
+                    await nursery.start(network.adapter.serve_events, network.chain, publish)
 
     def _pending_feed(self, chain: str) -> Callable[[PendingTransaction], None]:
         def on_transaction(transaction: PendingTransaction) -> None:
@@ -139,6 +162,12 @@ class EventPath:
             self._hub.publish(FamilyEvent(chain, event))
 
         return publish
+
+    def _publishing_feed(self, chain: str) -> Callable[[object], Awaitable[None]]:
+        async def on_event(event: object) -> None:
+            await self._bus.publish(FamilyEvent(chain, event))
+
+        return on_event
 
     def _family_feed(
         self, chain: str, log: MemoryLog[FamilyEvent]

@@ -15,6 +15,14 @@ Every worker remembers the last published head it saw (its own appends, and whil
 Redis's record of it): when Redis lost its data, the worker that takes the lease resumes after that
 block, not at the node's head, so the heights mined meanwhile are published, not skipped (a block
 remembered a little stale is published again, and readers drop the repeat).
+
+A chain whose adapter reports a family's own events (Solana's slots, accounts and transactions)
+is led the same way when the family says how its events travel (its
+:meth:`~adapters.base.SubscriptionFamily.event_codec`): the leader appends what the adapter's
+:meth:`~adapters.base.ChainAdapter.serve_events` reports, fenced by the lease; it resumes at the
+adapter's present (the SDK has no way to ask an adapter for events it reported before), and the
+append script refuses a repeat of the last event. A family without a codec is not led: the worker
+says so at start-up, in one line per chain.
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ import trio
 from coredis.exceptions import RedisError
 
 from adapters.backoff import Backoff
+from adapters.base import ChainAdapter
 from adapters.evm.blocks import ChainBlock
 from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus, EventHandler, Position
-from broker.events import ChainEvent, HeadEvent
+from broker.events import ChainEvent, FamilyEvent, HeadEvent, HubEvent
+from broker.family_codecs import stays_in_process, travelling_codec
 from broker.ingest import ChainIngestion
 from broker.metrics import Metrics
 from broker.networks import Network
@@ -75,7 +85,10 @@ class _FencedBus(EventBus):
         for event in events:
             self._on_stream.record(event)
 
-    async def publish(self, event: ChainEvent) -> None:
+    async def publish(self, event: HubEvent) -> None:
+        if isinstance(event, FamilyEvent):
+            await self._bus.append(event, lease_token=self._lease.token)
+            return
         if self._on_stream.is_repeat(event):
             log.info(
                 "%s: block %s's %s already on the stream",
@@ -99,17 +112,18 @@ class _FencedBus(EventBus):
 
     async def read_range(
         self, chain: str, after: Position, upto: Position
-    ) -> list[tuple[Position, ChainEvent]] | None:
+    ) -> list[tuple[Position, HubEvent]] | None:
         return await self._bus.read_range(chain, after, upto)
 
 
 class ChainLeader:
-    """Stands by for one chain's lease and runs the chain's ingestion while holding it."""
+    """Stands by for one chain's lease and runs the chain's ingestion while holding it: the
+    adapter's blocks (a :class:`BlockSource`), else its family's events (the bus carries them)."""
 
     def __init__(
         self,
         bus: RedisEventBus,
-        adapter: BlockSource,
+        adapter: ChainAdapter,
         chain: str,
         *,
         metrics: Metrics,
@@ -158,7 +172,7 @@ class ChainLeader:
                     backoff.succeeded()
                 await trio.sleep(backoff.failed())
 
-    def appended(self, event: ChainEvent) -> None:
+    def appended(self, event: HubEvent) -> None:
         """``event`` is on the stream now."""
         done = completes(event)
         if done is not None:
@@ -201,9 +215,26 @@ class ChainLeader:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._keep_lease, nursery.cancel_scope)
             bus = _FencedBus(self.bus, self.lease, self)
+            if not isinstance(self.adapter, BlockSource):
+                await self._lead_family(bus)
+                return
             ingestion = ChainIngestion(self.adapter, self.chain, bus, self.metrics)
             await self._resume(ingestion, bus)
             await ingestion.serve()
+
+    async def _lead_family(self, bus: _FencedBus) -> None:
+        chain = self.chain
+
+        async def on_event(event: object) -> None:
+            await bus.publish(FamilyEvent(chain, event))
+
+        log.info("%s: leading; publishing the family's events from now on", chain)
+        await self.adapter.serve_events(chain, on_event)
+
+    @property
+    def _blocks(self) -> BlockSource:
+        assert isinstance(self.adapter, BlockSource)  # only a block source's leader resumes
+        return self.adapter
 
     async def _keep_lease(self, leading: trio.CancelScope) -> None:
         valid_until = trio.current_time() + self.timing.ttl
@@ -265,7 +296,7 @@ class ChainLeader:
 
     async def _ancestry(self, published: PublishedHead) -> list[ChainBlock]:
         """The last published block and up to SEED_DEPTH ancestors, oldest first."""
-        block = await self.adapter.fetch_block(self.chain, block_hash=published.hash)
+        block = await self._blocks.fetch_block(self.chain, block_hash=published.hash)
         if block is None:
             log.warning(
                 "%s: the node does not know the last published block %s (height %d); "
@@ -277,7 +308,7 @@ class ChainLeader:
             block = ChainBlock(published.number, published.hash, published.parent_hash, b"")
         blocks = [block]
         for _ in range(SEED_DEPTH):
-            parent = await self.adapter.fetch_block(self.chain, block_hash=blocks[0].parent_hash)
+            parent = await self._blocks.fetch_block(self.chain, block_hash=blocks[0].parent_hash)
             if parent is None:
                 break
             blocks.insert(0, parent)
@@ -285,14 +316,15 @@ class ChainLeader:
 
     async def _latest(self) -> ChainBlock | None:
         try:
-            return await self.adapter.fetch_head(self.chain)
+            return await self._blocks.fetch_head(self.chain)
         except Exception as exc:  # the adapter's next report fills the gap instead
             log.warning("%s: cannot read the node's head to backfill (%r)", self.chain, exc)
             return None
 
 
 class ChainLeaders:
-    """A :class:`ChainLeader` per chain of ``networks``; calling it starts them in a nursery (which
+    """A :class:`ChainLeader` per chain of ``networks`` whose events travel (blocks, or a family's
+    events with a codec, which ``bus`` is told of); calling it starts them in a nursery (which
     makes it a broker service, for ``scopecast serve --role all`` with Redis)."""
 
     def __init__(
@@ -302,11 +334,23 @@ class ChainLeaders:
         metrics: Metrics,
         timing: LeaseTiming = DEFAULT_TIMING,
     ) -> None:
-        self.leaders = [
-            ChainLeader(bus, n.adapter, n.chain, metrics=metrics, timing=timing)
-            for n in networks
-            if isinstance(n.adapter, BlockSource)
-        ]
+        self.leaders = []
+        for network in networks:
+            codec = travelling_codec(network)
+            if codec is not None:
+                bus.carry(network.chain, codec)
+            elif stays_in_process(network):
+                log.warning(
+                    "%s: not ingested here: its family's events cannot travel between processes "
+                    "(the family has no event codec); each web process follows the chain itself",
+                    network.chain,
+                )
+                continue
+            elif not isinstance(network.adapter, BlockSource):
+                continue
+            self.leaders.append(
+                ChainLeader(bus, network.adapter, network.chain, metrics=metrics, timing=timing)
+            )
 
     async def __call__(self, nursery: trio.Nursery) -> None:
         for leader in self.leaders:

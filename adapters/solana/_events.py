@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from solders.account import Account
-from solders.keypair import Keypair
 from solders.transaction import VersionedTransaction
 
 #: ``(program id index, account indexes, data, stack height)`` of an inner instruction.
@@ -49,9 +48,10 @@ class ClosedSlot:
     records: tuple[TransactionRecord, ...]
     #: When it closed (unix milliseconds), as slot updates carry it.
     timestamp_ms: int
-    #: The node's identity, which signs its vote.
-    identity: Keypair
     vote_account: str
+    #: The node's vote on it, signed by its identity (base-58): made once, when it closed, so
+    #: that the event carries no key and travels between processes as it is.
+    vote_signature: str
 
 
 @dataclass(frozen=True, slots=True)

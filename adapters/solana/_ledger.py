@@ -270,11 +270,15 @@ class Ledger:
                 self.transactions[s] for s in closed.signatures if s in self.transactions
             ),
             timestamp_ms=int(now * 1000),
-            identity=self.identity,
             vote_account=str(self.vote_account),
+            vote_signature=self._vote_signature(closed.slot, closed.blockhash),
         )
         self._events.append(SlotEvent(self.slot, closed.slot, closed.slot, block))
         return closed
+
+    def _vote_signature(self, slot: int, blockhash: str) -> str:
+        message = str(self.vote_account).encode() + slot.to_bytes(8, "little")
+        return b58encode(bytes(self.identity.sign_message(message + blockhash.encode())))
 
     def demo_traffic(self, count: int = DEMO_TRANSFERS) -> list[TransactionRecord]:
         """``count`` SOL transfers between random dev accounts, in the current slot."""

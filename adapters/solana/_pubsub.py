@@ -20,11 +20,12 @@ from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
-from adapters.base import EventMatcher, GroupedIndex, SubscriptionFamily
+from adapters.base import EventCodec, EventMatcher, GroupedIndex, SubscriptionFamily
 
 from . import _slot_feeds as slot_feeds
 from . import _wire as wire
 from ._errors import invalid_params
+from ._event_codec import SolanaEventCodec
 from ._events import AccountEvent, SlotEvent, TransactionEvent
 from ._transaction_view import block_shape
 
@@ -252,6 +253,8 @@ def notification_frame(notification: str, subscription: int, result: bytes) -> b
     )
 
 
+_CODEC: Final = SolanaEventCodec()
+
 #: ``signature -> (slot, err as JSON)`` of a transaction that has landed, None if none has.
 StatusLookup = Callable[[str], tuple[int, Any] | None]
 
@@ -281,6 +284,9 @@ class SolanaSubscriptions(SubscriptionFamily):
 
     def new_index(self) -> SolanaIndex[Any]:
         return SolanaIndex()
+
+    def event_codec(self) -> EventCodec:
+        return _CODEC
 
     def initial(self, matcher: EventMatcher) -> bytes | None:
         # Every slot is final as soon as it is produced, so a landed signature has its status

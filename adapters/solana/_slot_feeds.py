@@ -8,10 +8,9 @@ from typing import Any, Final
 
 import msgspec
 
-from adapters._base58 import b58encode
 from schemas.errors import RpcError
 
-from ._events import ClosedSlot, SlotEvent
+from ._events import SlotEvent
 from ._transaction_view import BlockShape, block_json
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -89,11 +88,6 @@ def vote(event: SlotEvent) -> bytes | None:
             "slots": [closed.slot],
             "hash": closed.blockhash,
             "timestamp": closed.block_time,
-            "signature": _vote_signature(closed),
+            "signature": closed.vote_signature,
         }
     )
-
-
-def _vote_signature(closed: ClosedSlot) -> str:
-    message = closed.vote_account.encode() + closed.slot.to_bytes(8, "little")
-    return b58encode(bytes(closed.identity.sign_message(message + closed.blockhash.encode())))

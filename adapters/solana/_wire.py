@@ -310,7 +310,9 @@ def _variant(value: Any) -> str:
 def transaction_error(err: Any) -> Any:
     """A solders ``TransactionError`` in Solana's JSON (``{"InstructionError":[0,{"Custom":1}]}``)."""
     if err is None or isinstance(err, str | dict):
-        return err  # None, a fieldless error the ledger names itself, or a node's JSON already
+        # None, a fieldless error the ledger names itself, or one in JSON already (as a node's
+        # block carries it, and as a transaction's error travels between processes).
+        return err
     name = type(err).__name__
     if name == "TransactionErrorInstructionError":
         return {"InstructionError": [err.index, _instruction_error(err.err)]}

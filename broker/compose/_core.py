@@ -49,8 +49,9 @@ def build_core(
     window = limits.resume_window
     bus = bus or MemoryBus(window=window)
     hub = SubscriptionHub(metrics)
-    # The chain families' events (Solana's) stay in this process, on a log per chain.
-    family_logs = chain_families(networks, hub, window=window)
+    # The chain families' events (Solana's) travel on the bus, or stay in this process (a log
+    # per chain) when the family cannot encode them.
+    family_logs = chain_families(networks, hub, bus, window=window, ingest=ingest)
     resume = None
     if window > 0:
         resume = ResumeKeeper(

@@ -5,13 +5,14 @@ to the others here."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
 import trio
 
+from adapters.base import NetworkSpec
 from broker.access import (
     REFRESH_METHOD,
     AccessControl,
@@ -39,7 +40,7 @@ from broker.connections import ConnectionHook
 from broker.console import OperatorConsole, OperatorFeed
 from broker.core import Core
 from broker.limits import Limits
-from broker.networks import Networks
+from broker.networks import Network, Networks
 from broker.redis import (
     EpochWatch,
     RedisChangeBus,
@@ -172,24 +173,35 @@ def _admin_token(options: ServeOptions, config: Config, policy: ApprovalPolicy) 
 
 
 def build_broker(
-    config: Config, options: ServeOptions | None = None, *, clock: WallClock = SYSTEM_CLOCK
+    config: Config,
+    options: ServeOptions | None = None,
+    *,
+    clock: WallClock = SYSTEM_CLOCK,
+    built: Sequence[Network] | None = None,
 ) -> Broker:
     """The broker ``config`` and ``options`` describe, every part built and wired here: networks
     and their adapters, the account adapter, the bus and stores (Redis or memory), sessions and
     approvals, access control, the operator API and console. ``clock``: the wall clock sessions,
-    tokens and approvals go by (the system's)."""
+    tokens and approvals go by (the system's). ``built``: networks whose chain adapters exist
+    already, served instead of the config's (tests and benchmarks that run a fleet in one
+    process, its web processes sharing one chain as a fleet shares its nodes)."""
     given = options or ServeOptions()
-    specs, default = specs_to_serve(config, given)
     server = config.server
     redis_at = redis_url(given, config)
-    if given.role == "web":
-        if redis_at is None:
-            raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
-        require_upstreams(network_specs(config)[0], "serve --role web")
+    if given.role == "web" and redis_at is None:
+        raise ConfigError("serve --role web: needs --redis-url (or REDIS_URL)")
+    if built is None:
+        specs, default = specs_to_serve(config, given)
+        if given.role == "web":
+            require_upstreams(network_specs(config)[0], "serve --role web")
+        chain_networks = [build_network(spec) for spec in specs]
+    else:
+        specs = [NetworkSpec(n.name, n.chain, n.adapter.name, {}) for n in built]
+        default, chain_networks = None, list(built)
     redis = _RedisBackends.for_url(redis_at, config) if redis_at else None
     accounts = build_accounts(config, specs, given.keystore)
     networks = Networks(
-        [build_network(spec) for spec in specs],
+        chain_networks,
         default=default,
         accounts=[accounts] if accounts.chains() else [],
     )
@@ -292,6 +304,7 @@ async def open_broker(
     host: str | None = None,
     port: int | None = None,
     clock: WallClock = SYSTEM_CLOCK,
+    built: Sequence[Network] | None = None,
 ) -> AsyncIterator[Broker]:
     """The broker ``config`` and ``options`` describe (:func:`build_broker`), running: its
     adapters started, its services running and its port bound (``broker.host``,
@@ -301,7 +314,7 @@ async def open_broker(
     once each.
 
     ``host`` and ``port`` (0: any free port) override where it listens, else the options' and
-    the config's. A configuration mistake raises :class:`~schemas.errors.ConfigError` itself,
+    the config's; ``built`` as for :func:`build_broker`. A configuration mistake raises :class:`~schemas.errors.ConfigError` itself,
     not inside an exception group (a port that cannot be had, too: the adapters started are
     closed): the adapters start and the port is bound before the serving task does."""
     given = options or ServeOptions()
@@ -311,7 +324,7 @@ async def open_broker(
     mistake = port_error(port, "port")
     if mistake is not None:
         raise ConfigError(mistake)
-    broker = build_broker(config, given, clock=clock)
+    broker = build_broker(config, given, clock=clock, built=built)
     await broker.start_adapters()  # closes those it started when one fails
     try:
         listeners = await broker.listen(host, port)

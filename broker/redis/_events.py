@@ -1,8 +1,11 @@
 """Chain events on a stream per chain: the append script (fenced by the lease, idempotent), the
-readers' deduper, and the event bus over them."""
+readers' deduper, and the event bus over them. A chain's entries are the EVM profile's block
+events, or, on a chain whose family says how its events travel (:meth:`RedisEventBus.carry`), the
+family's events as its codec encodes them, with the codec's version."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -13,9 +16,10 @@ import msgspec
 import trio
 from coredis.response.types import StreamEntry
 
+from adapters.base import EventCodec
 from adapters.evm.blocks import ChainBlock
 from broker.bus import DEFAULT_RESUME_WINDOW, EventBus, EventHandler, Position
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.events import ChainEvent, FamilyEvent, HeadEvent, HubEvent, LogsEvent
 from broker.redis._client import BLOCK_MS, DEFAULT_PREFIX, RedisClient
 from broker.redis._streams import (
     READ_COUNT,
@@ -45,6 +49,11 @@ class _WireEvent(msgspec.Struct, array_like=True):
     block: ChainBlock
 
 
+class _WireFamilyEvent(msgspec.Struct, array_like=True):
+    version: int
+    data: bytes
+
+
 class PublishedHead(msgspec.Struct, array_like=True, frozen=True):
     """The newest block whose events were all appended: where a new leader resumes."""
 
@@ -55,6 +64,7 @@ class PublishedHead(msgspec.Struct, array_like=True, frozen=True):
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode_event = msgspec.msgpack.Decoder(_WireEvent).decode
+_decode_family_event = msgspec.msgpack.Decoder(_WireFamilyEvent).decode
 _decode_head = msgspec.msgpack.Decoder(PublishedHead).decode
 
 # KEYS: stream, last appended event, published head, lease, entry counter, published head's entry.
@@ -75,22 +85,45 @@ return 1
 
 
 def event_key(event: ChainEvent) -> bytes:
-    """What makes an event distinct from the one before it on the stream."""
+    """What makes a block event distinct from the one before it on the stream."""
     if isinstance(event, HeadEvent):
         return b"h" + event.block.hash.encode()
     return (b"r" if event.removed else b"l") + event.block.hash.encode()
 
 
 def decode_stream_event(chain: str, fields: Mapping[bytes, bytes]) -> ChainEvent:
-    """The event a stream entry of ``chain`` carries."""
+    """The block event a stream entry of ``chain`` carries."""
     wire = _decode_event(fields[b"e"])
     if wire.logs:
         return LogsEvent(chain, wire.block, wire.removed)
     return HeadEvent(chain, wire.block)
 
 
-def completes(event: ChainEvent) -> ChainBlock | None:
-    """The block whose events end with ``event`` (its head when it has no logs, else its logs)."""
+class UnreadableEvent(ValueError):
+    """A family event on the stream that this process cannot decode (another release's encoding
+    version, or not the family's at all)."""
+
+
+def decode_family_event(
+    chain: str, codec: EventCodec, fields: Mapping[bytes, bytes]
+) -> FamilyEvent:
+    """The family event a stream entry of ``chain`` carries, decoded by the family's ``codec``.
+
+    Raises:
+        UnreadableEvent: the codec cannot read it.
+    """
+    try:
+        wire = _decode_family_event(fields[b"e"])
+        return FamilyEvent(chain, codec.decode(wire.data, wire.version))
+    except (KeyError, msgspec.DecodeError, ValueError) as exc:
+        raise UnreadableEvent(f"{chain}: an event this release cannot read ({exc})") from exc
+
+
+def completes(event: HubEvent) -> ChainBlock | None:
+    """The block whose events end with ``event`` (its head when it has no logs, else its logs);
+    None for a family's event (a family chain has no published head)."""
+    if isinstance(event, FamilyEvent):
+        return None
     if isinstance(event, HeadEvent):
         return None if event.block.logs else event.block
     return None if event.removed else event.block
@@ -172,6 +205,34 @@ class RedisEventBus(EventBus):
         #: Seconds an event stays readable by :meth:`read_range` (the resume window).
         self.window = window
         self._append = client.register_script(_APPEND)
+        self._codecs: dict[str, EventCodec] = {}
+
+    def carry(self, chain: str, codec: EventCodec) -> None:
+        self._codecs[chain] = codec
+
+    def carries(self, chain: str) -> bool:
+        """Whether ``chain``'s entries are family events (see :meth:`carry`)."""
+        return chain in self._codecs
+
+    def _decode(self, chain: str, fields: Mapping[bytes, bytes]) -> HubEvent:
+        codec = self._codecs.get(chain)
+        if codec is None:
+            return decode_stream_event(chain, fields)
+        return decode_family_event(chain, codec, fields)
+
+    def _entry(self, event: HubEvent) -> tuple[bytes, bytes]:
+        """The stream entry of ``event`` and its key (what the append script compares)."""
+        if isinstance(event, FamilyEvent):
+            codec = self._codecs[event.chain]
+            data = codec.encode(event.event)
+            # Consecutive events of a family differ in their bytes: equal bytes are a retried
+            # append (or a new leader repeating the last one), refused by the script.
+            key = b"f" + hashlib.blake2b(data, digest_size=16).digest()
+            return _encode(_WireFamilyEvent(codec.version, data)), key
+        wire = _WireEvent(
+            isinstance(event, LogsEvent), getattr(event, "removed", False), event.block
+        )
+        return _encode(wire), event_key(event)
 
     def keys(self, chain: str) -> ChainKeys:
         def key(kind: str) -> str:
@@ -181,19 +242,17 @@ class RedisEventBus(EventBus):
             key("events"), key("last"), key("head"), key("lease"), key("count"), key("head-entry")
         )
 
-    async def publish(self, event: ChainEvent) -> None:
+    async def publish(self, event: HubEvent) -> None:
         await self.append(event)
 
-    async def append(self, event: ChainEvent, *, lease_token: str | None = None) -> bool:
+    async def append(self, event: HubEvent, *, lease_token: str | None = None) -> bool:
         """Append ``event`` to its chain's stream; False when it repeats the last one appended.
 
         Raises:
             LeaseLost: ``lease_token`` is not (any more) the chain's lease.
         """
         keys = self.keys(event.chain)
-        wire = _WireEvent(
-            isinstance(event, LogsEvent), getattr(event, "removed", False), event.block
-        )
+        entry, key = self._entry(event)
         done = completes(event)
         head = (
             b""
@@ -202,7 +261,7 @@ class RedisEventBus(EventBus):
         )
         outcome: object = await self._append(
             [keys.events, keys.last, keys.head, keys.lease, keys.count, keys.head_entry],
-            [_encode(wire), event_key(event), self.maxlen, head, lease_token or ""],
+            [entry, key, self.maxlen, head, lease_token or ""],
         )
         if outcome == -1:
             raise LeaseLost(event.chain)
@@ -263,8 +322,14 @@ class RedisEventBus(EventBus):
             elif previous is not None and number <= previous:
                 log.warning("%s: the stream's entry count restarted (Redis lost its data?)", chain)
             numbers[chain] = number
-            event = decode_stream_event(chain, fields)
-            if dedupers[chain].admit(event):
+            try:
+                event = self._decode(chain, fields)
+            except UnreadableEvent as exc:
+                log.error("%s; entry %s dropped", exc, entry_id)
+                return
+            if isinstance(event, FamilyEvent):
+                handler(event, entry_id)  # the append script refused repeats already
+            elif dedupers[chain].admit(event):
                 handler(event, entry_id)
             else:
                 log.info("%s: dropped a repeated event for block %s", chain, event.block.hash)
@@ -279,16 +344,21 @@ class RedisEventBus(EventBus):
 
     async def read_range(
         self, chain: str, after: Position, upto: Position
-    ) -> list[tuple[Position, ChainEvent]] | None:
+    ) -> list[tuple[Position, HubEvent]] | None:
         entries = await read_stream_range(
             self.client, self.keys(chain).events, after, upto, self.window
         )
         if entries is None:
             return None
         deduper = EventDeduper()
-        events: list[tuple[Position, ChainEvent]] = []
+        events: list[tuple[Position, HubEvent]] = []
         for position, fields in entries:
-            event = decode_stream_event(chain, fields)
-            if deduper.admit(event):
+            try:
+                event = self._decode(chain, fields)
+            except UnreadableEvent as exc:
+                # The resume cannot be complete: the client is told so (``complete: false``).
+                log.error("%s; entry %s cannot be replayed", exc, position)
+                return None
+            if isinstance(event, FamilyEvent) or deduper.admit(event):
                 events.append((position, event))
         return events

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +19,7 @@ import trio_websocket
 from broker.app import Broker
 from broker.compose import ServeOptions, open_broker
 from broker.config import Config
+from broker.networks import Network
 from broker.wall_clock import SYSTEM_CLOCK, WallClock
 from tests.support.waiting import eventually
 from tests.support.wall_clock import TrioWallClock
@@ -81,9 +82,11 @@ async def running_broker(
     expiry_check: float | None = None,
     clock: trio.testing.MockClock | None = None,
     autojump: bool = True,
+    built: Sequence[Network] | None = None,
 ) -> AsyncIterator[RunningBroker]:
     """Serve a broker as ``scopecast serve`` does (:func:`broker.compose.open_broker`, from
-    ``options`` and ``config``) on 127.0.0.1 port 0; stop it on exit as a deploy does.
+    ``options`` and ``config``; ``built``: networks whose adapters exist already) on 127.0.0.1
+    port 0; stop it on exit as a deploy does.
 
     ``expiry_check`` sets the period of the session expiry checks once the broker serves (the
     first check waits that long from the start).
@@ -104,7 +107,7 @@ async def running_broker(
         clock.rate = 1.0
     given = options or ServeOptions()
     async with open_broker(
-        config or Config(), given, host="127.0.0.1", port=0, clock=wall_clock
+        config or Config(), given, host="127.0.0.1", port=0, clock=wall_clock, built=built
     ) as (broker):
         assert broker.port is not None
         if expiry_check is not None:
