@@ -2,11 +2,14 @@
 # Build: docker build -t scopecast .   Run: docker run -p 8545:8545 -e SCOPECAST_API_KEYS=k scopecast
 FROM python:3.11-slim AS build
 WORKDIR /src
+# The dependencies as locked (exact versions, checked against their hashes), then scopecast on top.
+COPY requirements/run.lock ./requirements/
+RUN pip install --no-cache-dir --prefix=/install --require-hashes -r requirements/run.lock
 COPY pyproject.toml README.md ./
 COPY broker ./broker
 COPY adapters ./adapters
 COPY schemas ./schemas
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --prefix=/install --no-deps .
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

@@ -93,6 +93,8 @@ class FeedPositions:
         """``entry`` was delivered at ``position`` on ``feed`` (None: only the position is known,
         as when a reader starts)."""
         self._positions[feed] = position
+        # Stales every cursor joined() built before: a frame written after this advance must name
+        # the new position, or a resume from it would replay this entry a second time.
         self.version += 1
         recent = self._recent.get(feed)
         if recent is None:

@@ -323,6 +323,9 @@ class WebSocketConnection:
     async def _answer_next(self) -> None:
         queued = self._queued
         assert queued
+        # The oldest request waiting, not necessarily the one this task was spawned for (see
+        # _dispatch). No await from here to the dispatcher's call in _answer: requests then
+        # start in the order they are taken, which is the order they came.
         payload, scope = queued.popleft()
         if not queued:
             self._queued = None  # an idle connection keeps no queue

@@ -148,6 +148,8 @@ class ChainLeader:
         task_status.started()
         backoff = Backoff(1.0, 10.0)
         while True:
+            # A new token every term, even for this worker: an append of its term before (held up
+            # by a pause) carries the old token, which the append script refuses from now on.
             self.lease.new_term()
             await self._wait_for_lease()
             began = trio.current_time()

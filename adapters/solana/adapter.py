@@ -166,6 +166,8 @@ class SolanaDevAdapter(NetworkChainAdapter):
             decoded = msgspec.json.decode(params)
         except msgspec.DecodeError:
             raise invalid_params("params are not JSON") from None
+        # Synchronous on purpose: a handler reads and changes the ledger with no await between,
+        # so two calls never interleave on it (no lock needed while this stays so).
         return handler(decoded, time.time())
 
     async def serve_slots(

@@ -136,6 +136,9 @@ class ChangeFanOut:
                 log.exception("session change watcher failed")
         resume = self._resume
         if resume is not None and position is not None:
+            # The position moves before the sends below, with no await in this method: each
+            # message's cursor then names this change, and a resume reading the positions between
+            # two changes sees a change either sent to every connection here or to none.
             resume.positions.advance(CHANGES, position, change)
         dapps, tracker = self._dapps, self._dapps.tracker
         conns = dapps.connections(change.identity)

@@ -1,16 +1,14 @@
 """One broker, two networks side by side: the embedded dev chain and an upstream network (a separate
 scopecast process serving the conformance chain), with one CAIP-25 session spanning both chains."""
 
-from pathlib import Path
-
-import pytest
 import trio
 
 from broker.config import Config
+from tests.support.conformance import CONFORMANCE_DIR, needs_conformance
 from tests.support.inprocess import dapp, running_broker
 from tests.support.processes import start_scopecast
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "execution-apis"
+FIXTURES = CONFORMANCE_DIR
 FIXTURE_CHAIN = "eip155:3503995874084926"
 DEV = "eip155:1337"
 
@@ -29,9 +27,7 @@ async def upstream_node(nursery: trio.Nursery) -> str:
     return node.base_url
 
 
-@pytest.mark.skipif(
-    not FIXTURES.exists(), reason=f"optional conformance data not found at {FIXTURES}"
-)
+@needs_conformance
 async def test_dev_chain_and_upstream_network_in_one_broker() -> None:
     with trio.fail_after(90):
         async with trio.open_nursery() as nursery:

@@ -3,7 +3,6 @@ started on the fixture chain (genesis.json + chain.rlp + headfcu.json), as the r
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -14,21 +13,15 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.conformance import CONFORMANCE_DIR, FOUND, needs_conformance
+
 from .runner import Fixture, Post, load_fixtures, run_all, run_fixture
 
-FIXTURE_DIR = Path(
-    os.environ.get(
-        "SCOPECAST_CONFORMANCE_DIR",
-        Path(__file__).resolve().parents[3] / "shared" / "conformance" / "execution-apis",
-    )
-)
+FIXTURE_DIR = CONFORMANCE_DIR
 SCOPECAST = str(Path(sys.executable).with_name("scopecast"))
 
-pytestmark = pytest.mark.skipif(
-    not (FIXTURE_DIR / "chain.rlp").exists(),
-    reason=f"optional conformance data (ethereum/execution-apis tests) not found at {FIXTURE_DIR}",
-)
-FIXTURES = load_fixtures(FIXTURE_DIR) if FIXTURE_DIR.exists() else []
+pytestmark = needs_conformance
+FIXTURES = load_fixtures(FIXTURE_DIR) if FOUND else []
 
 
 @pytest.fixture(scope="module")

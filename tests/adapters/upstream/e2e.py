@@ -6,12 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import httpx
 import msgspec
-import pytest
 import trio
 from msgspec import UNSET, UnsetType
 
@@ -21,14 +19,13 @@ from broker.app import Broker
 from broker.compose import build_core_broker
 from broker.limits import Limits
 from broker.networks import Network, Networks
+from tests.support.conformance import CONFORMANCE_DIR, needs_conformance
 from tests.support.inprocess import Dapp, dapp
 from tests.support.processes import ScopecastProcess
 
-#: The execution-apis conformance chain, read where it is shared (beside the repository).
-FIXTURES: Final = Path(__file__).resolve().parents[4] / "shared" / "conformance" / "execution-apis"
-needs_fixtures: Final = pytest.mark.skipif(
-    not (FIXTURES / "genesis.json").exists(), reason=f"conformance fixtures not found in {FIXTURES}"
-)
+#: The execution-apis conformance chain (tests/support/conformance.py says where it is read).
+FIXTURES: Final = CONFORMANCE_DIR
+needs_fixtures: Final = needs_conformance
 GENESIS_ARGS: Final = (
     "--genesis",
     str(FIXTURES / "genesis.json"),
