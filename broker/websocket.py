@@ -125,7 +125,8 @@ class WebSocketConnection:
         )
 
     def __repr__(self) -> str:
-        return f"<WebSocketConnection #{self.id} {self.context.api_key[:4]}… {self.context.origin}>"
+        # No part of the key: a repr ends up in log lines (the slow consumer's, for one).
+        return f"<WebSocketConnection #{self.id} {self.context.origin}>"
 
     def _name(self) -> str:
         """The connection in a log line: its number, network and adapter (no part of its key)."""

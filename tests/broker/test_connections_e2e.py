@@ -351,3 +351,19 @@ async def test_a_socket_closed_while_a_call_holds_the_reader_ends_quietly(
                 "result": "0x539",
             }
     assert "connection handler failed" not in caplog.text
+
+
+async def test_a_connection_in_a_log_line_shows_no_part_of_its_key() -> None:
+    """A connection's repr (logged with a slow consumer, for one) names its number and origin,
+    never any part of the API key it came with."""
+    key = "k-wxyz-secret-7d1e"
+    config = Config(server=ServerConfig(api_keys=[key]))
+    with trio.fail_after(30):
+        async with running_broker(ServeOptions(block_time=0), config=config) as node:
+            async with dapp(node.ws_url(key)) as conn:
+                assert await conn.result("eth_chainId", []) == "0x539"
+                (held,) = list(node.broker.connections)
+                shown = repr(held)
+                assert f"#{held.id}" in shown
+                assert key[:4] not in shown, shown
+                assert key[-4:] not in shown, shown
