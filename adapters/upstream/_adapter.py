@@ -55,24 +55,11 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
 
     async def start(self) -> None:
         """Confirm each upstream's chain id (concurrently, each within ``probe_timeout``)."""
-        outcomes: list[str] = []
-
-        async def verify(index: int) -> None:
-            outcomes.append(await self.forwarder.probe(index))
-
-        board = self.forwarder.board
-        now = trio.current_time()
-        async with trio.open_nursery() as nursery:
-            for index in board.due_probes(now):
-                board.claim_probe(index, now)
-                nursery.start_soon(verify, index)
-        if not any(board.usable(i) for i in range(len(board))):
-            # The broker closes only the adapters that started: the pooled connections are ours.
-            with trio.CancelScope(shield=True):
-                await self.forwarder.aclose()
+        problems = await self.forwarder.first_probes()
+        if problems is not None:
             raise NoUsableUpstream(
                 f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
-                + "; ".join(sorted(outcomes))
+                + problems
             )
 
     async def aclose(self) -> None:

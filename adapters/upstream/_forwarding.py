@@ -207,6 +207,26 @@ class Forwarder:
             self.board.claim_probe(index, now)
             nursery.start_soon(self.probe, index)
 
+    async def first_probes(self) -> str | None:
+        """Probe every upstream at start (concurrently, each within ``probe_timeout``): None when
+        one is usable; otherwise what each probe found, for the adapter's start-up error, with
+        the pooled connections closed (the broker closes only the adapters that started)."""
+        outcomes: list[str] = []
+
+        async def verify(index: int) -> None:
+            outcomes.append(await self.probe(index))
+
+        now = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for index in self.board.due_probes(now):
+                self.board.claim_probe(index, now)
+                nursery.start_soon(verify, index)
+        if any(self.board.usable(i) for i in range(len(self.board))):
+            return None
+        with trio.CancelScope(shield=True):
+            await self.aclose()
+        return "; ".join(sorted(outcomes))
+
     async def probe(self, index: int) -> str:
         """Check a claimed upstream with one light call; returns what was found, for logs.
 
