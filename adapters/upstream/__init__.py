@@ -17,6 +17,7 @@ from adapters.upstream._health import State as State
 from adapters.upstream._health import UpstreamStatus as UpstreamStatus
 from adapters.upstream._options import READ_METHODS as READ_METHODS
 from adapters.upstream._options import WRITE_METHODS as WRITE_METHODS
+from adapters.upstream._options import BaseUpstreamOptions as BaseUpstreamOptions
 from adapters.upstream._options import Endpoint as Endpoint
 from adapters.upstream._options import UpstreamOptions as UpstreamOptions
 from adapters.upstream._options import endpoint_label as endpoint_label

@@ -82,13 +82,12 @@ class SolanaUpstreamAdapter(NetworkChainAdapter):
         super().__init__(spec)
         self.options = decode_options(spec, SolanaUpstreamOptions, self.name)
         reference = expected_genesis(spec)
-        forwarding = self.options.forwarding()
         upstreams = [
-            HttpUpstream(index, endpoint, forwarding)
+            HttpUpstream(index, endpoint, self.options)
             for index, endpoint in enumerate(self.options.upstreams)
         ]
         self.forwarder = Forwarder(
-            spec.name, genesis_check(spec.chain, reference), upstreams, forwarding
+            spec.name, genesis_check(spec.chain, reference), upstreams, self.options
         )
         self.watched = WatchedAccounts(self.options.watch_linger)
         self.family = UpstreamSubscriptions(self.watched, trio.current_time)
