@@ -3,8 +3,9 @@ chain head followed for subscriptions. Configured per network (``[networks.<name
 ``upstreams = [...]``); every setting is described in the README, "Upstream nodes (the
 ``upstream`` adapter)".
 
-The chain-neutral pieces (forwarding with failover and health, the transport, the upstream
-WebSocket) are exported for other families' upstream adapters (``solana-upstream``).
+The chain-neutral pieces (the options every upstream adapter shares, forwarding with failover and
+health, the transport, the upstream WebSocket and the follower built on it) are exported for
+other families' upstream adapters (``solana-upstream``).
 """
 
 from adapters.upstream._adapter import NoUsableUpstream as NoUsableUpstream
@@ -22,3 +23,6 @@ from adapters.upstream._options import Endpoint as Endpoint
 from adapters.upstream._options import UpstreamOptions as UpstreamOptions
 from adapters.upstream._options import endpoint_label as endpoint_label
 from adapters.upstream._transport import HttpUpstream as HttpUpstream
+from adapters.upstream._ws_follow import SUBSCRIBE_ID as SUBSCRIBE_ID
+from adapters.upstream._ws_follow import WsFeed as WsFeed
+from adapters.upstream._ws_follow import WsFollower as WsFollower
