@@ -4,10 +4,11 @@ chain head followed for subscriptions. Configured per network (``[networks.<name
 ``upstream`` adapter)".
 
 The chain-neutral pieces (the options every upstream adapter shares, forwarding with failover and
-health, the transport, the upstream WebSocket and the follower built on it) are exported for
-other families' upstream adapters (``solana-upstream``).
+health and the adapter built on it, the transport, the upstream WebSocket and the follower built on
+it) are exported for other families' upstream adapters (``solana-upstream``).
 """
 
+from adapters.upstream._adapter import ForwardingAdapter as ForwardingAdapter
 from adapters.upstream._adapter import NoUsableUpstream as NoUsableUpstream
 from adapters.upstream._adapter import UpstreamAdapter as UpstreamAdapter
 from adapters.upstream._forwarding import ChainCheck as ChainCheck
