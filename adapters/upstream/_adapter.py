@@ -15,11 +15,11 @@ from adapters.evm.chain_adapter import EvmChainAdapter
 from schemas.errors import ConfigError, InvalidParams, LimitExceeded, MethodNotFound
 
 from ._fetching import BlockFetcher
-from ._forwarding import Forwarder, evm_chain_check
+from ._forwarding import ChainCheck, Forwarder, evm_chain_check
 from ._heads import HeadFollower
 from ._health import UpstreamStatus
 from ._logs_query import check_logs_params
-from ._options import UpstreamOptions, expected_chain_id
+from ._options import BaseUpstreamOptions, UpstreamOptions, expected_chain_id
 from ._pending import PendingFollower
 from ._transport import HttpUpstream
 
@@ -30,34 +30,28 @@ class NoUsableUpstream(ConfigError):
     """At start, no upstream of the network answered with the network's chain id."""
 
 
-class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
-    """Forwards node methods to the configured upstreams and follows their chain head.
+class ForwardingAdapter(NetworkChainAdapter):
+    """What every upstream adapter does alike, whichever family its nodes speak: node methods
+    sent to the configured upstreams by one :class:`Forwarder`, each upstream's chain confirmed
+    at :meth:`start` (the family's :class:`ChainCheck`), their health in :meth:`statistics`."""
 
-    Built from a ``[networks.<name>]`` table (see :class:`UpstreamOptions`); :meth:`start` checks
-    every upstream's ``eth_chainId`` against the network's chain and leaves out the ones that differ.
-    """
+    #: Raised by :meth:`start` when no upstream passes the chain check.
+    unusable: ClassVar[type[ConfigError]]
 
-    name: ClassVar[str] = "upstream"
-
-    def __init__(self, spec: NetworkSpec) -> None:
+    def __init__(self, spec: NetworkSpec, options: BaseUpstreamOptions, check: ChainCheck) -> None:
         super().__init__(spec)
-        self.options = decode_options(spec, UpstreamOptions, self.name)
-        self.chain_id = expected_chain_id(spec)
-        self._methods = self.options.methods
         upstreams = [
-            HttpUpstream(index, endpoint, self.options)
-            for index, endpoint in enumerate(self.options.upstreams)
+            HttpUpstream(index, endpoint, options)
+            for index, endpoint in enumerate(options.upstreams)
         ]
-        self.forwarder = Forwarder(
-            spec.name, evm_chain_check(self.chain_id), upstreams, self.options
-        )
-        self.fetcher = BlockFetcher(spec.name, self.forwarder, self.options.max_block_logs)
+        self.forwarder = Forwarder(spec.name, check, upstreams, options)
+        self._methods = options.methods
 
     async def start(self) -> None:
-        """Confirm each upstream's chain id (concurrently, each within ``probe_timeout``)."""
+        """Confirm each upstream's chain (concurrently, each within ``probe_timeout``)."""
         problems = await self.forwarder.first_probes()
         if problems is not None:
-            raise NoUsableUpstream(
+            raise self.unusable(
                 f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
                 + problems
             )
@@ -71,6 +65,23 @@ class UpstreamAdapter(NetworkChainAdapter, EvmChainAdapter):
     def statistics(self) -> list[UpstreamStatus]:
         """Each upstream's health, in priority order."""
         return self.forwarder.statistics()
+
+
+class UpstreamAdapter(ForwardingAdapter, EvmChainAdapter):
+    """Forwards node methods to the configured upstreams and follows their chain head.
+
+    Built from a ``[networks.<name>]`` table (see :class:`UpstreamOptions`); :meth:`start` checks
+    every upstream's ``eth_chainId`` against the network's chain and leaves out the ones that differ.
+    """
+
+    name: ClassVar[str] = "upstream"
+    unusable: ClassVar[type[ConfigError]] = NoUsableUpstream
+
+    def __init__(self, spec: NetworkSpec) -> None:
+        self.options = decode_options(spec, UpstreamOptions, self.name)
+        self.chain_id = expected_chain_id(spec)
+        super().__init__(spec, self.options, evm_chain_check(self.chain_id))
+        self.fetcher = BlockFetcher(spec.name, self.forwarder, self.options.max_block_logs)
 
     def ingestion_statistics(self, chain: str) -> IngestionStatistics | None:
         """What fetching blocks for ingestion counted (None for a chain not served here)."""

@@ -27,7 +27,7 @@ import trio
 from schemas.errors import RpcError, ServerError
 
 from ._health import HealthBoard, State, UpstreamStatus
-from ._options import UpstreamOptions
+from ._options import BaseUpstreamOptions
 from ._transport import HttpUpstream, UpstreamFailure
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class Forwarder:
         network: str,
         check: ChainCheck,
         upstreams: Sequence[HttpUpstream],
-        options: UpstreamOptions,
+        options: BaseUpstreamOptions,
     ) -> None:
         self.network = network
         self.check = check
@@ -150,9 +150,7 @@ class Forwarder:
         self, method: str, params: bytes, order: list[int], max_results: int | None
     ) -> tuple[msgspec.Raw, int]:
         write = method in self._writes
-        timeout = (
-            self.options.logs_timeout if method == "eth_getLogs" else self.options.request_timeout
-        )
+        timeout = self.options.attempt_timeout(method)
         failure: UpstreamFailure | None = None
         for index in order:
             upstream = self.upstreams[index]

@@ -9,7 +9,7 @@ Everything but ``upstreams`` has a default, so the smallest table is::
 
 from __future__ import annotations
 
-from typing import Final
+from typing import ClassVar, Final
 from urllib.parse import urlsplit
 
 import msgspec
@@ -93,9 +93,14 @@ def _check_port(url: str | None) -> None:
         ) from None
 
 
-class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """The settings of one upstream network (durations in seconds): README "Upstream nodes (the
-    ``upstream`` adapter)"."""
+class BaseUpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The settings every upstream adapter shares, whichever family its nodes speak (durations in
+    seconds): the upstreams, forwarding with failover, benching, health probes, the WebSocket
+    source and its polling fallback. Each family's options extend it with their own fields and
+    method lists (:class:`UpstreamOptions`; ``SolanaUpstreamOptions``)."""
+
+    #: The family's PubSub and filter methods, served by the broker itself and never forwarded.
+    broker_methods: ClassVar[frozenset[str]] = frozenset()
 
     upstreams: tuple[Endpoint, ...]
     request_timeout: float = 10.0
@@ -109,39 +114,17 @@ class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     reconnect_base: float = 0.5
     reconnect_max: float = 30.0
     ws_ping_interval: float = 20.0
-    max_logs: int = 10_000
-    logs_timeout: float = 10.0
-    max_block_logs: int = 20_000
     max_response_bytes: int = 64 * 1024 * 1024
-    read_methods: tuple[str, ...] = READ_METHODS
-    write_methods: tuple[str, ...] = WRITE_METHODS
+    read_methods: tuple[str, ...] = ()
+    write_methods: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.upstreams:
             raise ValueError("`upstreams` needs at least one { http = ... } entry")
-        durations = {
-            "request_timeout": self.request_timeout,
-            "connect_timeout": self.connect_timeout,
-            "bench_base": self.bench_base,
-            "bench_max": self.bench_max,
-            "probe_timeout": self.probe_timeout,
-            "poll_interval": self.poll_interval,
-            "reconnect_base": self.reconnect_base,
-            "reconnect_max": self.reconnect_max,
-            "ws_ping_interval": self.ws_ping_interval,
-            "logs_timeout": self.logs_timeout,
-        }
-        for name, value in durations.items():
+        for name, value in self._durations().items():
             if not value > 0:
                 raise ValueError(f"`{name}` must be a positive number of seconds")
-        counts = {
-            "max_connections": self.max_connections,
-            "bench_after": self.bench_after,
-            "max_logs": self.max_logs,
-            "max_block_logs": self.max_block_logs,
-            "max_response_bytes": self.max_response_bytes,
-        }
-        for name, count in counts.items():
+        for name, count in self._counts().items():
             if count < 1:
                 raise ValueError(f"`{name}` must be at least 1")
         if self.bench_base > self.bench_max:
@@ -151,17 +134,70 @@ class UpstreamOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
         both = set(self.read_methods) & set(self.write_methods)
         if both:
             raise ValueError(f"methods listed as both read and write: {', '.join(sorted(both))}")
-        served_by_broker = (set(self.read_methods) | set(self.write_methods)) & BROKER_METHODS
+        served_by_broker = self.methods & self.broker_methods
         if served_by_broker:
             raise ValueError(
                 f"{', '.join(sorted(served_by_broker))} are served by the broker itself; "
                 "remove them from read_methods/write_methods"
             )
 
+    def _durations(self) -> dict[str, float]:
+        """The settings that must be a positive number of seconds (a family adds its own)."""
+        return {
+            "request_timeout": self.request_timeout,
+            "connect_timeout": self.connect_timeout,
+            "bench_base": self.bench_base,
+            "bench_max": self.bench_max,
+            "probe_timeout": self.probe_timeout,
+            "poll_interval": self.poll_interval,
+            "reconnect_base": self.reconnect_base,
+            "reconnect_max": self.reconnect_max,
+            "ws_ping_interval": self.ws_ping_interval,
+        }
+
+    def _counts(self) -> dict[str, int]:
+        """The settings that must be at least 1 (a family adds its own)."""
+        return {
+            "max_connections": self.max_connections,
+            "bench_after": self.bench_after,
+            "max_response_bytes": self.max_response_bytes,
+        }
+
     @property
     def methods(self) -> frozenset[str]:
         """Every method forwarded to the upstreams."""
         return frozenset(self.read_methods) | frozenset(self.write_methods)
+
+    def attempt_timeout(self, method: str) -> float:
+        """How long one upstream has to answer ``method`` before the next one is asked."""
+        return self.request_timeout
+
+
+class UpstreamOptions(BaseUpstreamOptions, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The settings of one upstream network (durations in seconds): README "Upstream nodes (the
+    ``upstream`` adapter)"."""
+
+    broker_methods: ClassVar[frozenset[str]] = BROKER_METHODS
+
+    max_logs: int = 10_000
+    logs_timeout: float = 10.0
+    max_block_logs: int = 20_000
+    read_methods: tuple[str, ...] = READ_METHODS
+    write_methods: tuple[str, ...] = WRITE_METHODS
+
+    def _durations(self) -> dict[str, float]:
+        return {**super()._durations(), "logs_timeout": self.logs_timeout}
+
+    def _counts(self) -> dict[str, int]:
+        return {
+            **super()._counts(),
+            "max_logs": self.max_logs,
+            "max_block_logs": self.max_block_logs,
+        }
+
+    def attempt_timeout(self, method: str) -> float:
+        # A log query may scan far more than any other call: it has a budget of its own.
+        return self.logs_timeout if method == "eth_getLogs" else self.request_timeout
 
 
 def endpoint_label(index: int, url: str) -> str:

@@ -25,7 +25,7 @@ from msgspec import UNSET, UnsetType
 
 from schemas.errors import LimitExceeded, ServerError, WireError
 
-from ._options import Endpoint, UpstreamOptions, endpoint_label
+from ._options import BaseUpstreamOptions, Endpoint, endpoint_label
 from ._result_counter import ResultCounter, TooManyResults
 
 _HEADERS: Final = {"content-type": "application/json", "accept": "application/json"}
@@ -116,7 +116,7 @@ def _quiet_httpx() -> None:
 class HttpUpstream:
     """JSON-RPC over HTTP to one node, on a pool of keep-alive connections."""
 
-    def __init__(self, index: int, endpoint: Endpoint, options: UpstreamOptions) -> None:
+    def __init__(self, index: int, endpoint: Endpoint, options: BaseUpstreamOptions) -> None:
         _quiet_httpx()
         self.index = index
         self.endpoint = endpoint

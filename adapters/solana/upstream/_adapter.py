@@ -15,11 +15,10 @@ from adapters.base import (
     EventHandler,
     Lifetime,
     MethodDocs,
-    NetworkChainAdapter,
     NetworkSpec,
     SubscriptionFamily,
 )
-from adapters.upstream import ChainCheck, Forwarder, HttpUpstream, UpstreamStatus
+from adapters.upstream import ChainCheck, ForwardingAdapter
 from schemas.errors import ConfigError, MethodNotFound
 
 from .._docs import solana_docs
@@ -72,53 +71,26 @@ def _finalized(params: bytes) -> int | None:
     return first if isinstance(first, int) and not isinstance(first, bool) else -1
 
 
-class SolanaUpstreamAdapter(NetworkChainAdapter):
+class SolanaUpstreamAdapter(ForwardingAdapter):
     """Forwards Solana's RPC methods to the configured upstreams and serves its PubSub over
     their slots and blocks (options: :class:`SolanaUpstreamOptions`)."""
 
     name: ClassVar[str] = "solana-upstream"
+    unusable: ClassVar[type[ConfigError]] = NoUsableSolanaUpstream
 
     def __init__(self, spec: NetworkSpec) -> None:
-        super().__init__(spec)
         self.options = decode_options(spec, SolanaUpstreamOptions, self.name)
         reference = expected_genesis(spec)
-        forwarding = self.options.forwarding()
-        upstreams = [
-            HttpUpstream(index, endpoint, forwarding)
-            for index, endpoint in enumerate(self.options.upstreams)
-        ]
-        self.forwarder = Forwarder(
-            spec.name, genesis_check(spec.chain, reference), upstreams, forwarding
-        )
+        super().__init__(spec, self.options, genesis_check(spec.chain, reference))
         self.watched = WatchedAccounts(self.options.watch_linger)
         self.family = UpstreamSubscriptions(self.watched, trio.current_time)
         self._followers: list[SlotFollower] = []
-        self._methods = self.options.methods
-
-    async def start(self) -> None:
-        """Confirm each upstream's genesis hash (concurrently, each within ``probe_timeout``)."""
-        problems = await self.forwarder.first_probes()
-        if problems is not None:
-            raise NoUsableSolanaUpstream(
-                f"networks.{self.spec.name}: no upstream is usable for {self.spec.chain}: "
-                + problems
-            )
-
-    async def aclose(self) -> None:
-        await self.forwarder.aclose()
-
-    def methods(self, chain: str) -> frozenset[str]:
-        return self._methods if chain == self.spec.chain else frozenset()
 
     def method_docs(self, chain: str) -> MethodDocs:
         return solana_docs(self.methods(chain))
 
     def subscription_family(self, chain: str) -> SubscriptionFamily | None:
         return self.family if chain == self.spec.chain else None
-
-    def statistics(self) -> list[UpstreamStatus]:
-        """Each upstream's health, in priority order."""
-        return self.forwarder.statistics()
 
     async def call(self, chain: str, method: str, params: msgspec.Raw) -> Any:
         """Forward one call; the upstream's ``result`` comes back as the node encoded it."""
