@@ -118,7 +118,7 @@ async def check_evm_chain(adapter: ChainAdapter, chain: str) -> None:
         await _check_ingestion_starts_and_stops(adapter, chain)
 
 
-#: Solana's PubSub notifications: all a ``solana`` chain may deliver.
+#: Solana's PubSub notifications, and scopecast's one: all a ``solana`` chain may deliver.
 SOLANA_NOTIFICATIONS = frozenset(
     {
         "slotNotification",
@@ -130,6 +130,8 @@ SOLANA_NOTIFICATIONS = frozenset(
         "blockNotification",
         "voteNotification",
         "slotsUpdatesNotification",
+        # scopecast's own: a transaction's life (``signatureStatusSubscribe``)
+        "signatureStatusNotification",
     }
 )
 #: An address no chain funds (the SHA-256 of "scopecast: never funded", in base58).

@@ -94,8 +94,11 @@ class EventPath:
 
     def deliver(self, event: HubEvent, position: Position) -> None:
         """One chain event read from the bus at ``position``."""
+        follower = self._followers.get(event.chain)
         if isinstance(event, FamilyEvent):
             self._hub.publish(event, position)
+            if follower is not None:
+                follower.on_event(event.event)  # the family's own event, as its index sees it
             return
         if isinstance(event, HeadEvent):
             self._epochs.on_head(event.chain, event.block.number, event.block.hash)
@@ -103,7 +106,6 @@ class EventPath:
             self._epochs.on_removed(event.chain)
         self._hub.publish(event, position)
         self._filters.on_event(event)
-        follower = self._followers.get(event.chain)
         if follower is not None:
             follower.on_event(event)
 
@@ -176,6 +178,9 @@ class EventPath:
             await trio.lowlevel.checkpoint()  # as MemoryBus.publish (the cost measured there)
             wrapped = FamilyEvent(chain, event)
             self._hub.publish(wrapped, log.append(wrapped))
+            follower = self._followers.get(chain)
+            if follower is not None:
+                follower.on_event(event)
             await self._hub.delivery.delivered()  # the next waits, as ingestion's blocks do
 
         return on_event

@@ -20,13 +20,29 @@ from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
 
-from adapters.base import EventCodec, EventMatcher, GroupedIndex, SubscriptionFamily
+from adapters.base import (
+    ChainCall,
+    EventCodec,
+    EventMatcher,
+    Follower,
+    GroupedIndex,
+    SubscriptionFamily,
+)
 
 from . import _slot_feeds as slot_feeds
 from . import _wire as wire
 from ._errors import invalid_params
 from ._event_codec import SolanaEventCodec
 from ._events import AccountEvent, SlotEvent, TransactionEvent
+from ._signature_life import NOTIFICATION as SIGNATURE_STATUS_NOTIFICATION
+from ._signature_life import SUBSCRIBE as SIGNATURE_STATUS
+from ._signature_life import UNSUBSCRIBE as SIGNATURE_STATUS_UNSUBSCRIBE
+from ._signature_life import (
+    Followers,
+    SignatureStatusMatcher,
+    SignatureStep,
+    parse_signature_status,
+)
 from ._transaction_view import block_shape
 
 #: ``*Subscribe`` method -> (its ``*Unsubscribe``, its notification).
@@ -40,6 +56,8 @@ SUBSCRIBE_METHODS: Final[Mapping[str, tuple[str, str]]] = {
     "slotsUpdatesSubscribe": ("slotsUpdatesUnsubscribe", "slotsUpdatesNotification"),
     "blockSubscribe": ("blockUnsubscribe", "blockNotification"),
     "voteSubscribe": ("voteUnsubscribe", "voteNotification"),
+    # scopecast's own: a transaction's life (see ._signature_life)
+    SIGNATURE_STATUS: (SIGNATURE_STATUS_UNSUBSCRIBE, SIGNATURE_STATUS_NOTIFICATION),
 }
 UNSUBSCRIBE_METHODS: Final = frozenset(unsubscribe for unsubscribe, _ in SUBSCRIBE_METHODS.values())
 NOTIFICATIONS: Final = frozenset(notification for _, notification in SUBSCRIBE_METHODS.values())
@@ -132,9 +150,47 @@ S = TypeVar("S", bound=Hashable)
 
 
 class SolanaIndex(GroupedIndex[S]):
-    """The grouped index, with every payload of a matcher that makes several per event."""
+    """The grouped index, with every payload of a matcher that makes several per event, and the
+    ``signatureStatusSubscribe`` subscriptions by signature, each with its own matcher (its own
+    life), for their follower."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signatures: dict[str, dict[S, SignatureStatusMatcher]] = {}
+
+    def add(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, SignatureStatusMatcher):
+            self.signatures.setdefault(matcher.signature, {})[sub] = matcher
+            matcher.wake()  # where it stands, at once
+            return
+        super().add(sub, matcher)
+
+    def remove(self, sub: S, matcher: EventMatcher) -> None:
+        if isinstance(matcher, SignatureStatusMatcher):
+            following = self.signatures.get(matcher.signature)
+            if following is not None:
+                following.pop(sub, None)
+                if not following:
+                    del self.signatures[matcher.signature]
+            return
+        super().remove(sub, matcher)
+
+    def _steps_of(self, event: SignatureStep) -> list[S]:
+        following = self.signatures.get(event.matcher.signature, {})
+        return [sub for sub, matcher in following.items() if matcher is event.matcher]
+
+    def ended(self, event: object) -> Iterable[S]:
+        """A signature's last step (finalized, dropped) ends its subscription."""
+        if not isinstance(event, SignatureStep) or not event.final:
+            return ()
+        return self._steps_of(event)
 
     def matching(self, event: object) -> Iterator[tuple[Iterable[S], bytes]]:
+        if isinstance(event, SignatureStep):
+            following = self._steps_of(event)
+            if following:
+                yield following, event.result
+            return
         for matcher, subs in list(self.groups.values()):
             if not isinstance(matcher, Matcher):
                 continue
@@ -178,8 +234,9 @@ def _decoded_filters(frozen: tuple[Any, ...]) -> list[dict[str, Any]]:
 
 
 def parse(method: str, params: Any) -> Matcher:
-    """The matcher of a ``*Subscribe`` call (raises Solana's -32602 for bad params)."""
-    if method not in SUBSCRIBE_METHODS:
+    """The matcher of a ``*Subscribe`` call of Solana's (raises Solana's -32602 for bad
+    params)."""
+    if method not in SUBSCRIBE_METHODS or method == SIGNATURE_STATUS:
         raise ValueError(f"not a Solana subscription method: {method}")
     notification = SUBSCRIBE_METHODS[method][1]
     if method == "slotSubscribe":
@@ -275,9 +332,16 @@ class SolanaSubscriptions(SubscriptionFamily):
 
     def __init__(self, status_of: StatusLookup | None = None) -> None:
         self._status_of = status_of
+        self._followers = Followers()
 
-    def parse(self, method: str, params: Any) -> Matcher:
+    def parse(self, method: str, params: Any) -> Matcher | SignatureStatusMatcher:
+        if method == SIGNATURE_STATUS:
+            return parse_signature_status(params, self._followers.wake)
         return parse(method, params)
+
+    def follower(self, chain: str, call: ChainCall) -> Follower:
+        """The signatures' steps, asked of the node (:mod:`._signature_life`)."""
+        return self._followers.new(call)
 
     def notifications(self) -> frozenset[str]:
         return NOTIFICATIONS

@@ -12,6 +12,7 @@ from adapters.evm.chain_adapter import BlockSource
 from broker.bus import EventBus
 from broker.config import ServerConfig
 from broker.event_path import node_call
+from broker.family_codecs import travelling_codec
 from broker.networks import Network
 from broker.redis import RedisClient, RedisEventBus
 from broker.webhooks import (
@@ -38,11 +39,14 @@ def webhook_settings(server: ServerConfig) -> WebhookSettings:
 
 
 def _on_bus(networks: Sequence[Network]) -> dict[str, tuple[Network, SubscriptionFamily]]:
-    """The chains whose events travel on the bus, with their subscription family."""
+    """The chains whose events travel on the bus (an EVM adapter's blocks, or a family's own
+    events with the family's codec), with their subscription family."""
     found = {}
     for network in networks:
         family = network.adapter.subscription_family(network.chain)
-        if isinstance(network.adapter, BlockSource) and family is not None:
+        if family is None:
+            continue
+        if isinstance(network.adapter, BlockSource) or travelling_codec(network) is not None:
             found[network.chain] = (network, family)
     return found
 
@@ -86,6 +90,10 @@ def redis_webhooks(
     streams keep (``stream_maxlen``)."""
     store = RedisWebhookStore(client)
     bus = RedisEventBus(client, maxlen=server.stream_maxlen, window=server.webhook_retry_for)
+    for network in networks:
+        codec = travelling_codec(network)
+        if codec is not None:
+            bus.carry(network.chain, codec)  # to read a family's own events back
     families = {chain: family for chain, (_, family) in _on_bus(networks).items()}
     shared = SharedWebhooks(store, families, bus, newest_position(bus))
     leader = WebhookLeader(

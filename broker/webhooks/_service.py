@@ -22,7 +22,7 @@ import trio
 
 from adapters.base import ChainCall, EventMatcher, Follower, SubscriptionFamily, SubscriptionIndex
 from broker.bus import EventBus, Position
-from broker.events import ChainEvent
+from broker.events import FamilyEvent, HubEvent
 from broker.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send
 from broker.webhooks._records import SharedWebhookStore, WebhookRecord, WebhookStore
 from broker.webhooks._sender import Outcome, Sender
@@ -229,22 +229,25 @@ class WebhookService:
             await trio.sleep(every)
             await self.sync(store)
 
-    def _on_event(self, event: ChainEvent, position: Position) -> None:
+    def _on_event(self, event: HubEvent, position: Position) -> None:
         """One event from the bus: queue it for every webhook it concerns (never waits)."""
         self._positions[event.chain] = position
+        own = family_event(event)
         follower = self._followers.get(event.chain)
         if follower is not None:
-            follower.on_event(event)
+            follower.on_event(own)
         index = self._indexes.get(event.chain)
         if index is None:
             return
         results: dict[_Webhook, list[bytes]] = {}
-        for hooks, payload in index.matching(event):
+        for hooks, payload in index.matching(own):
             for hook in hooks:
                 results.setdefault(hook, []).append(payload)
         for hook, found in results.items():
             hook.queue.offer(_deliveries(hook, position, found))
             hook.poke()
+            if hook.matcher.one_shot:  # its subscription is over (one notification); it stays
+                index.remove(hook, hook.matcher)
         for hook in self._hooks.values():
             # A webhook with nothing owed moves to the newest event, so its stored position
             # stays on the part of the log a restart can read back.
@@ -351,7 +354,20 @@ class WebhookService:
         hook = self._build(record, position)
         await self._store.save(record, position)
         self._add(hook)
+        self._notify_at_once(hook, position)
         return {"id": record.id, "secret": record.secret}
+
+    def _notify_at_once(self, hook: _Webhook, position: Position | None) -> None:
+        """The notification the family says is due as a subscription starts (a landed
+        signature's), delivered at once; a one-shot subscription ends with it."""
+        chain = hook.record.chain
+        payload = self._families[chain].initial(hook.matcher)
+        if payload is None or position is None:
+            return
+        hook.queue.offer(_deliveries(hook, position, [payload], by_content=True))
+        hook.poke()
+        if hook.matcher.one_shot:
+            self._indexes[chain].remove(hook, hook.matcher)
 
     async def describe(self) -> list[dict[str, Any]]:
         """Each webhook and its state, oldest first."""
@@ -407,7 +423,7 @@ class WebhookService:
         index.add(hook, hook.matcher)
         deliveries: list[Delivery] = []
         for position, event in events:
-            found = [payload for _, payload in index.matching(event)]
+            found = [payload for _, payload in index.matching(family_event(event))]
             if found:
                 deliveries.extend(_deliveries(hook, position, found))
         hook.queue.replay(cursor, deliveries)
@@ -449,7 +465,12 @@ def matching_count(family: SubscriptionFamily, record: WebhookRecord, events: li
     """How many deliveries ``events`` (a range of the chain's log) make for ``record``."""
     index: SubscriptionIndex[str] = family.new_index()
     index.add(record.id, family.parse(record.method, record.params))
-    return sum(1 for _, event in events for _ in index.matching(event))
+    return sum(1 for _, event in events for _ in index.matching(family_event(event)))
+
+
+def family_event(event: object) -> object:
+    """What a chain's family matches: a family's own event (unwrapped), or a block's."""
+    return event.event if isinstance(event, FamilyEvent) else event
 
 
 def _unknown(webhook_id: str) -> InvalidParams:

@@ -147,4 +147,5 @@ def test_the_notification_names_are_solanas() -> None:
         "slotsUpdatesNotification",
         "blockNotification",
         "voteNotification",
+        "signatureStatusNotification",  # scopecast's own, not Solana's
     } == NOTIFICATIONS

@@ -1,0 +1,74 @@
+"""``signatureStatusSubscribe`` through the ``solana-upstream`` adapter, a ``scopecast serve``
+Solana dev chain playing the node: a signature that landed before the subscription is notified at
+once (its status asked of the node), one sent after is followed to finalized, and one whose
+blockhash expires unsent is reported as dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from tests.support.inprocess import Dapp, dapp
+
+from .nodes import (
+    advance,
+    entry,
+    fresh_address,
+    front,
+    node_result,
+    result,
+    signed_transfer,
+    solana_node,
+)
+
+LIFE = [("included", "processed"), ("confirmed", "confirmed"), ("finalized", "finalized")]
+
+
+async def steps(conn: Dapp, sub: int, count: int) -> list[dict[str, Any]]:
+    found = []
+    while len(found) < count:
+        message = await conn.notification()
+        if message["method"] != "signatureStatusNotification":
+            continue
+        assert message["params"]["subscription"] == sub
+        found.append(message["params"]["result"])
+    return found
+
+
+def brief(results: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    return [(r["status"], r["commitment"]) for r in results]
+
+
+async def test_landed_followed_and_dropped_signatures(nursery: trio.Nursery) -> None:
+    with trio.fail_after(90):
+        node = await solana_node(nursery)
+        served = await front(nursery, [entry(node)])
+        url = served.http_url
+        before, tx = await signed_transfer(url, fresh_address(), 1_000_000)
+        await result(url, "sendTransaction", tx, {"encoding": "base64"})
+        landed = (await node_result(node, "getSignatureStatuses", [before]))["value"][0]
+        async with dapp(served.ws_url) as conn:
+            early = await conn.result("signatureStatusSubscribe", [before])
+            results = await steps(conn, early, 3)
+            assert brief(results) == LIFE
+            assert {r["slot"] for r in results} == {landed["slot"]}
+
+            after, tx = await signed_transfer(url, fresh_address(), 2_000_000)
+            followed = await conn.result("signatureStatusSubscribe", [after])
+            await result(url, "sendTransaction", tx, {"encoding": "base64"})
+            await advance(node, 1)
+            results = await steps(conn, followed, 3)
+            assert brief(results) == LIFE
+            assert {r["hash"] for r in results} == {after}
+            ended = await conn.call("signatureStatusUnsubscribe", [followed])
+            assert ended["error"]["code"] == -32602
+
+            latest = (await result(url, "getLatestBlockhash"))["value"]
+            unsent, _ = await signed_transfer(url, fresh_address(), 3_000_000)
+            options = {"lastValidBlockHeight": latest["lastValidBlockHeight"]}
+            doomed = await conn.result("signatureStatusSubscribe", [unsent, options])
+            height = await result(url, "getBlockHeight")
+            await advance(node, latest["lastValidBlockHeight"] - height + 1)
+            (dropped,) = await steps(conn, doomed, 1)
+            assert (dropped["hash"], dropped["status"]) == (unsent, "dropped")
