@@ -238,14 +238,11 @@ async def test_kill_9_of_the_leading_worker_loses_no_slot_and_no_account_change(
             await standby.wait_for("resuming after slot")
             await sender.send(AFTER)
             last = await node_result(fleet.node, "getSlot")
+            # A slot's account changes come before the next slot's notification: once a client
+            # has the slots after the last transfer's, it has every change it will ever get.
             await eventually(
-                lambda: all(
-                    len(c.changes) >= BEFORE + DURING + AFTER
-                    and bool(c.slots)
-                    and c.slots[-1] >= last + 2
-                    for c in clients
-                ),
-                "every client sees every transfer and the slots after them",
+                lambda: all(c.slots and c.slots[-1] >= last + 2 for c in clients),
+                "every client sees the slots after the last transfer",
             )
             nursery.cancel_scope.cancel()
     print(
