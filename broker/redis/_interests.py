@@ -3,7 +3,8 @@ the accounts they watch), shared through Redis with the worker that ingests the 
 
 Per chain, a hash holds each web process's interests (a field per process, its interests as a
 MessagePack list), a second hash when each field lapses (Redis's own clock, so no two processes'
-clocks are compared), and a counter that moves whenever the union may have changed. A web process
+clocks are compared), and a counter that moves whenever the union may have changed (it starts at
+Redis's clock, so a counter read before Redis lost its data never matches the new one). A web process
 writes its field when its interests change, before it answers a subscribe call that adds one
 (:class:`InterestSharing`), and renews its lapse every second: a process that dies stops renewing
 and its interests lapse ``ttl`` seconds later (the resume window: its subscribers may resume on
@@ -51,6 +52,10 @@ if ARGV[4] == '0' then
   if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
 elseif redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[3] then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    -- A new counter (or one Redis lost) starts at the clock: never a value a reader holds.
+    redis.call('SET', KEYS[3], string.format('%.0f', now))
+  end
   redis.call('INCR', KEYS[3])
 end
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%.0f', now + tonumber(ARGV[2])))
