@@ -1,5 +1,6 @@
-"""Where a new leader's follower resumes (sans-io): after the last slot on the chain's stream, the
-events of that slot's step its predecessor appended already not reported again."""
+"""Where a new leader's follower resumes: after the last slot on the chain's stream, the events of
+that slot's step its predecessor appended already not reported again (sans-io, then against a
+node: a ``scopecast serve`` process)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
 
 from adapters.solana._events import AccountEvent, SlotEvent, TransactionEvent
+from adapters.solana._pubsub import parse
 from adapters.solana.upstream._block_events import block_events
 from adapters.solana.upstream._resume import (
     FIRST_TAIL,
@@ -21,6 +23,17 @@ from adapters.solana.upstream._resume import (
     resume_point,
 )
 
+from .nodes import (
+    CHAIN,
+    NETWORK,
+    advance,
+    entry,
+    fresh_address,
+    front,
+    node_result,
+    signed_transfer,
+    solana_node,
+)
 from .test_block_events import PAYER, TO, a_block
 
 X, Y = (str(Keypair().pubkey()) for _ in range(2))
@@ -92,3 +105,53 @@ async def test_the_tail_is_read_further_until_a_slot_is_in_it() -> None:
     stream[:1] = []  # no slot at all: read to the stream's start, then none
     assert await find_resume_point(tail) is None
     assert asked == [FIRST_TAIL, 4 * FIRST_TAIL]
+
+
+async def test_a_new_leader_on_a_node_reports_from_the_last_slot_on_the_stream(
+    nursery: trio.Nursery,
+) -> None:
+    with trio.fail_after(90):
+        node = await solana_node(nursery)
+        served = await front(nursery, [entry(node)])
+        to = fresh_address()
+        watching = served.adapter.family.new_index()  # held: the adapter reads what it watches
+        watching.add("sub", parse("accountSubscribe", [to]))
+        signature, tx = await signed_transfer(node.http_url(network=NETWORK), to, 10**9)
+        await node_result(node, "sendTransaction", tx, {"encoding": "base64"})
+        landed = (await node_result(node, "getSignatureStatuses", [signature]))["value"][0]["slot"]
+        top = await advance(node, 3)
+
+        async def follow(stream: list[object]) -> list[object]:
+            """What a leader resuming after ``stream`` reports, up to the node's top slot."""
+            reported: list[object] = []
+            done = trio.Event()
+
+            async def tail(count: int) -> list[object]:
+                await trio.lowlevel.checkpoint()
+                return stream[-count:]
+
+            async def on_event(event: object) -> None:
+                reported.append(event)
+                if isinstance(event, SlotEvent) and event.slot == top:
+                    done.set()
+
+            async with trio.open_nursery() as following:
+                following.start_soon(served.adapter.serve_events_after, CHAIN, tail, on_event)
+                await done.wait()
+                following.cancel_scope.cancel()
+            return reported
+
+        # The last leader reported slot `landed` opening, then died: its block, and every slot
+        # since, are reported from the node.
+        opened = SlotEvent(landed, landed - 1, landed - 1)
+        reported = await follow([opened])
+        first, account, *rest = reported
+        assert isinstance(first, TransactionEvent)
+        assert first.record.signature == signature
+        assert isinstance(account, AccountEvent)
+        assert (account.address, account.slot) == (to, landed)
+        assert [e.slot for e in rest if isinstance(e, SlotEvent)] == list(
+            range(landed + 1, top + 1)
+        )
+        # It died after appending the transaction: the new leader appends the rest only.
+        assert await follow([opened, first]) == [account, *rest]
