@@ -339,6 +339,15 @@ class SubscriptionFamily(ABC):
         asks its node); None (the default): every event comes from the adapter's reports."""
         return None
 
+    def interest(self, matcher: EventMatcher) -> str | None:
+        """What the chain's ingestion must read for a subscription to get its events, in the
+        terms of the family's adapters (Solana's upstream: the account of an ``accountSubscribe``,
+        or every written account for a ``programSubscribe``); None (the default): nothing beyond
+        what the ingestion reads anyway. Where another process ingests the chain (a worker), a
+        web process shares this before it answers the subscribe call (see
+        :meth:`ChainAdapter.interests`)."""
+        return None
+
     def event_codec(self) -> EventCodec | None:
         """How the family's events travel between processes, so that a worker ingests its chains
         once and every web process serves their subscriptions (cursors and resume included);
@@ -350,6 +359,14 @@ class SubscriptionFamily(ABC):
 
 EventHandler = Callable[[object], Awaitable[None]]
 """``await on_event(event)``: one event of a chain family's adapter, in order."""
+
+InterestSource = Callable[[], Awaitable[frozenset[str]]]
+"""``await interests()``: what the subscriptions held in other processes need a chain's ingestion
+to read (:meth:`ChainAdapter.set_interest_source`), as they stand when it is asked."""
+
+StreamTail = Callable[[int], Awaitable[Sequence[object]]]
+"""``await tail(count)``: up to the last ``count`` events a chain's stream holds (a previous
+ingestion's reports, read back), oldest first; fewer when it holds fewer (none: a new stream)."""
 
 
 class ChainAdapter(ABC):
@@ -446,6 +463,40 @@ class ChainAdapter(ABC):
         order, until cancelled. Default: none ever."""
         task_status.started()
         await trio.sleep_forever()
+
+    async def serve_events_after(
+        self,
+        chain: str,
+        tail: StreamTail,
+        on_event: EventHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """As :meth:`serve_events`, continuing a previous run's reports: ``tail`` reads back what
+        it reported last (a worker taking a chain's lease over reads its predecessor's appends
+        from the chain's stream), and an adapter that can reports from right after them, so that
+        nothing between the two runs is missed or reported twice. Default: ``tail`` unread, the
+        events reported from the present (:meth:`serve_events`)."""
+        await self.serve_events(chain, on_event, task_status=task_status)
+
+    def interests(self, chain: str) -> frozenset[str] | None:
+        """What this process's subscriptions on ``chain`` need the chain's ingestion to read (the
+        family's own terms: :meth:`SubscriptionFamily.interest`), those it keeps reading for a
+        while after their subscriptions left included; None (the default): the ingestion needs
+        no interests. A web process shares them (through Redis) with the worker that ingests
+        the chain, which gives their union to its adapter (:meth:`set_interest_source`)."""
+        return None
+
+    def set_interest_source(  # noqa: B027 - optional hook
+        self, chain: str, source: InterestSource
+    ) -> None:
+        """Where the ingestion of ``chain`` in this process finds the interests of the
+        subscriptions held elsewhere (:meth:`interests` of the web processes): ``await
+        source()`` answers their union as it stands, and never raises. An adapter that needs
+        interests asks it when it is about to read what they concern (Solana's upstream: after
+        a slot's block, before the accounts it wrote), so that a subscription answered before the
+        change was made gets it; it reads the union of those and of its own :meth:`interests`.
+        Default: ignored."""
 
     def ingestion_statistics(self, chain: str) -> IngestionStatistics | None:
         """What the ingestion side counted for ``chain`` so far; None (the default) if the

@@ -19,10 +19,14 @@ remembered a little stale is published again, and readers drop the repeat).
 A chain whose adapter reports a family's own events (Solana's slots, accounts and transactions)
 is led the same way when the family says how its events travel (its
 :meth:`~adapters.base.SubscriptionFamily.event_codec`): the leader appends what the adapter's
-:meth:`~adapters.base.ChainAdapter.serve_events` reports, fenced by the lease; it resumes at the
-adapter's present (the SDK has no way to ask an adapter for events it reported before), and the
-append script refuses a repeat of the last event. A family without a codec is not led: the worker
-says so at start-up, in one line per chain.
+:meth:`~adapters.base.ChainAdapter.serve_events_after` reports, fenced by the lease. A new leader
+resumes where the stream stops: the adapter reads the stream's last events back (its
+predecessor's) and reports from right after them (Solana's upstream: after the last slot on the
+stream, the slots since filled from the node); an adapter that cannot resumes at its present. The
+append script refuses a repeat of the last event. The adapter reads what the web processes'
+subscriptions need (:meth:`~adapters.base.ChainAdapter.set_interest_source`: Solana's watched
+accounts, shared through Redis by :class:`~broker.redis.InterestSharing`). A family without a
+codec is not led: the worker says so at start-up, in one line per chain.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ from broker.redis import (
     PublishedHead,
     RedisEventBus,
     RedisFailure,
+    RedisInterests,
+    SharedInterests,
     completes,
     hold_redis,
     process_name,
@@ -230,8 +236,13 @@ class ChainLeader:
         async def on_event(event: object) -> None:
             await bus.publish(FamilyEvent(chain, event))
 
-        log.info("%s: leading; publishing the family's events from now on", chain)
-        await self.adapter.serve_events(chain, on_event)
+        async def tail(count: int) -> list[object]:
+            return [
+                e.event for e in await self.bus.tail(chain, count) if isinstance(e, FamilyEvent)
+            ]
+
+        log.info("%s: leading; publishing the family's events from the stream's end", chain)
+        await self.adapter.serve_events_after(chain, tail, on_event)
 
     @property
     def _blocks(self) -> BlockSource:
@@ -341,6 +352,10 @@ class ChainLeaders:
             codec = travelling_codec(network)
             if codec is not None:
                 bus.carry(network.chain, codec)
+                source = SharedInterests(
+                    RedisInterests(bus.client, prefix=bus.prefix), network.chain
+                )
+                network.adapter.set_interest_source(network.chain, source)
             elif stays_in_process(network):
                 log.warning(
                     "%s: not ingested here: its family's events cannot travel between processes "

@@ -43,12 +43,15 @@ from broker.limits import Limits
 from broker.networks import Network, Networks
 from broker.redis import (
     EpochWatch,
+    InterestSharing,
     RedisChangeBus,
     RedisClient,
     RedisEventBus,
+    RedisInterests,
     RedisSessionStore,
     Repair,
     hold_redis,
+    process_name,
     redis_client,
 )
 from broker.resume import RedisResumeStore, ResumeKeeper
@@ -242,6 +245,15 @@ def build_broker(
     resources: list[AbstractAsyncContextManager[object]] = []
     if redis is not None:
         resources.append(hold_redis(redis.client, redis.url))
+        # What this process's subscriptions need a worker to read (Solana's watched accounts).
+        sharing = InterestSharing(
+            RedisInterests(redis.client),
+            {network.chain: network.adapter for network in networks},
+            f"{process_name()}/{process_id[:8]}",
+            ttl=server.resume_window,
+        )
+        core.hub.share_interest = sharing.include
+        services.append(sharing.start)
         if given.role == "all":  # this process competes for the chains' leases like a worker
             services.append(ChainLeaders(list(networks), redis.bus, core.metrics))
     access = None

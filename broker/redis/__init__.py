@@ -24,6 +24,9 @@ from broker.redis._events import RedisEventBus as RedisEventBus
 from broker.redis._events import completes as completes
 from broker.redis._events import decode_stream_event as decode_stream_event
 from broker.redis._events import event_key as event_key
+from broker.redis._interests import InterestSharing as InterestSharing
+from broker.redis._interests import RedisInterests as RedisInterests
+from broker.redis._interests import SharedInterests as SharedInterests
 from broker.redis._lease import ChainLease as ChainLease
 from broker.redis._lease import LeaseTiming as LeaseTiming
 from broker.redis._lease import process_name as process_name

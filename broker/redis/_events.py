@@ -297,6 +297,18 @@ class RedisEventBus(EventBus):
                 return events
             start = b"(" + as_bytes(entries[-1].identifier)
 
+    async def tail(self, chain: str, count: int) -> list[HubEvent]:
+        """Up to the last ``count`` events of ``chain``'s stream, oldest first (an entry this
+        process cannot read is left out)."""
+        entries = await self.client.xrevrange(self.keys(chain).events, count=count)
+        events: list[HubEvent] = []
+        for entry in reversed(entries):
+            try:
+                events.append(self._decode(chain, entry_fields(entry.field_values)))
+            except UnreadableEvent as exc:
+                log.error("%s; entry %s left out of the stream's tail", exc, entry.identifier)
+        return events
+
     async def serve_reader(
         self,
         chains: list[str],

@@ -11,7 +11,7 @@ import functools
 import itertools
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import trio
@@ -53,6 +53,10 @@ class SubscriptionHub:
         #: Fan-outs in order, in slices; what must follow the fan-outs begun before it (a session
         #: change's cursor, a closing one) takes its turn here too.
         self.delivery = DeliveryQueue()
+        #: Shares what a new subscription needs the chain's ingestion to read (its family's
+        #: :meth:`~adapters.base.SubscriptionFamily.interest`) with the process that ingests it,
+        #: before the subscription is answered (None: this process ingests its chains).
+        self.share_interest: Callable[[str, str], Awaitable[None]] | None = None
 
     # -- managing subscriptions -----------------------------------------------------------------
 
@@ -69,12 +73,17 @@ class SubscriptionHub:
         """Create a subscription of ``chain``'s family from a subscribe call; returns its id (a
         string or an integer, as the family's ids are).
 
-        The subscription is kept (its resume record written) before it is attached, and nothing
-        awaits between the attach and the answer: no notification precedes the subscription id.
+        The subscription is kept (its resume record written) and what it needs read is shared
+        (:attr:`share_interest`) before it is attached, and nothing awaits between the attach and
+        the answer: no notification precedes the subscription id.
         """
         sub = self.parse(conn, chain, method, params, scope=scope)
         self._check_room(sub.conn)
         await self.cursors.keep(sub)
+        if self.share_interest is not None:
+            interest = self.families[chain].interest(sub.matcher)
+            if interest is not None:
+                await self.share_interest(chain, interest)
         self._check_room(sub.conn)
         self.attach(sub, kept=True)
         self._notify_at_once(sub)

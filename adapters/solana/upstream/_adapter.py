@@ -13,9 +13,11 @@ from adapters._options import decode_options
 from adapters.base import (
     CacheEpoch,
     EventHandler,
+    InterestSource,
     Lifetime,
     MethodDocs,
     NetworkSpec,
+    StreamTail,
     SubscriptionFamily,
 )
 from adapters.upstream import ChainCheck, ForwardingAdapter
@@ -25,6 +27,7 @@ from .._docs import solana_docs
 from ._follower import SlotFollower
 from ._limits import check_params
 from ._options import SolanaUpstreamOptions, expected_genesis
+from ._resume import AlreadyAppended, ResumePoint, find_resume_point
 from ._watch import UpstreamSubscriptions, WatchedAccounts
 
 log = logging.getLogger(__name__)
@@ -109,13 +112,57 @@ class SolanaUpstreamAdapter(ForwardingAdapter):
     ) -> None:
         """Report slots, transactions and watched accounts from the upstreams until cancelled."""
         self._check_chain(chain)
+        await self._follow(on_event, None, task_status)
+
+    async def serve_events_after(
+        self,
+        chain: str,
+        tail: StreamTail,
+        on_event: EventHandler,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """As :meth:`serve_events`, from right after the last slot ``tail`` holds: the slots
+        since are filled from ``getBlocks`` (see :mod:`._resume`)."""
+        self._check_chain(chain)
+        point = await find_resume_point(tail)
+        if point is None:
+            log.info("%s: no slot on the stream; reporting from the node's present", chain)
+            await self._follow(on_event, None, task_status)
+            return
+        log.info(
+            "%s: resuming after slot %d, the last on the stream (%d events of the slot's step "
+            "after it)",
+            chain,
+            point.slot,
+            len(point.appended),
+        )
+        await self._follow(AlreadyAppended(point, on_event), point, task_status)
+
+    async def _follow(
+        self,
+        on_event: EventHandler,
+        point: ResumePoint | None,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
         # One follower per consumer: each gets every event from where it started.
         follower = SlotFollower(self.spec.name, self.forwarder, self.options, self.watched)
+        if point is not None:
+            follower.sequencer.reported(point.slot)
         self._followers.append(follower)
         try:
             await follower.serve(on_event, task_status=task_status)
         finally:
             self._followers.remove(follower)
+
+    def interests(self, chain: str) -> frozenset[str] | None:
+        if chain != self.spec.chain:
+            return None
+        return frozenset(self.watched.current(trio.current_time()))
+
+    def set_interest_source(self, chain: str, source: InterestSource) -> None:
+        if chain == self.spec.chain:
+            self.watched.source = source
 
     @property
     def reported_slot(self) -> int | None:

@@ -173,6 +173,7 @@ class SlotFollower(WsFollower[Sighting, EventHandler]):
             return []
         found = block_events(slot, data)
         events: list[SolanaEvent] = list(found.transactions)
+        await self.watched.refresh()  # after the block: a subscription answered before it counts
         wanted = self.watched.wanted(found.written, trio.current_time())
         for start in range(0, len(wanted), _MAX_ACCOUNTS):
             chunk = wanted[start : start + _MAX_ACCOUNTS]

@@ -9,17 +9,25 @@ is read (the broker also makes short-lived indexes to replay events to resumed s
 count while they live, and are forgotten with them). A subscription dropped with its connection
 may come back with ``?resume=`` within the resume window and must then find every change it
 missed, so an account (or programs) stays watched for ``linger`` seconds after its last group goes.
+
+Where a worker reads the blocks and web processes hold the subscriptions, each web process shares
+what its own indexes watch (:meth:`WatchedAccounts.current`, the adapter's ``interests``), and the
+worker's adapter asks their union (its ``source``) after each block it read, before it reads the
+accounts the block wrote (:meth:`WatchedAccounts.refresh`).
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from adapters.base import EventMatcher, GroupedIndex
+from adapters.base import EventMatcher, GroupedIndex, InterestSource
 
 from .._pubsub import SolanaIndex, SolanaSubscriptions
+
+log = logging.getLogger(__name__)
 
 _PROGRAMS = "program"
 
@@ -41,6 +49,10 @@ class WatchedAccounts:
         self.indexes: weakref.WeakSet[GroupedIndex[Any]] = weakref.WeakSet()
         #: Accounts (or :data:`_PROGRAMS`) no longer subscribed, and until when they stay read.
         self.lingering: dict[str, float] = {}
+        #: The interests of the subscriptions other processes hold (None: none are shared).
+        self.source: InterestSource | None = None
+        #: Their union, as last asked.
+        self.elsewhere: frozenset[str] = frozenset()
 
     def left(self, key: Hashable, now: float) -> None:
         """The last subscription of a group with ``key`` went away at ``now``."""
@@ -48,13 +60,27 @@ class WatchedAccounts:
         if watched is not None:
             self.lingering[watched] = now + self.linger
 
-    def wanted(self, written: tuple[str, ...], now: float) -> list[str]:
-        """Of the accounts a block wrote, those to read (in the block's order)."""
+    def current(self, now: float) -> set[str]:
+        """What this process's subscriptions watch at ``now`` (lingering ones included)."""
         for name in [n for n, until in self.lingering.items() if until <= now]:
             del self.lingering[name]
         accounts = set(self.lingering)
         for index in list(self.indexes):
             accounts.update(w for w in map(_watched, index.groups) if w is not None)
+        return accounts
+
+    async def refresh(self) -> None:
+        """Ask what the subscriptions of other processes watch now (see the module)."""
+        if self.source is not None:
+            found = await self.source()
+            if found != self.elsewhere:
+                log.debug("accounts watched by other processes: %d", len(found))
+            self.elsewhere = found
+
+    def wanted(self, written: tuple[str, ...], now: float) -> list[str]:
+        """Of the accounts a block wrote, those to read (in the block's order): those watched
+        here, and those other processes watch (as last :meth:`refresh` ed)."""
+        accounts = self.current(now) | self.elsewhere
         if _PROGRAMS in accounts:
             return list(written)
         return [address for address in written if address in accounts]
@@ -83,6 +109,9 @@ class UpstreamSubscriptions(SolanaSubscriptions):
         super().__init__()
         self.watched = watched
         self._clock = clock
+
+    def interest(self, matcher: EventMatcher) -> str | None:
+        return _watched(matcher.key)
 
     def new_index(self) -> SolanaIndex[Any]:
         index = _WatchingIndex(self.watched, self._clock)
