@@ -162,6 +162,9 @@ class _Running:
         #: each generation's collections, longest pause and longest in CPU time
         self.generations = [(0, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0)]
         self.cpu_rates: list[float] = []
+        #: CPU seconds of the server and of the load generator, and the wall seconds, of the
+        #: measured trials (from the first transaction to the last frame's arrival)
+        self.cpu_totals = [0.0, 0.0, 0.0]
         self.problems: list[str] = []
         self.span = 10.0
 
@@ -203,7 +206,7 @@ def _trial(
             }
         )
         time.sleep(0.3)  # the probe's connections open and its calls flow
-    cpu0 = cpu_seconds(server.pid)
+    cpu0, load0 = cpu_seconds(server.pid), running.loadgens.cpu()
     if system.scopecast:
         published = server.request({"cmd": "burst", "kind": f"logs:{logs}", "count": transactions})
         starts = published["published"]
@@ -211,7 +214,7 @@ def _trial(
         published = server.request({"cmd": "burst", "kind": "logs", "count": frames})
         starts = published["published"][::logs]  # a transaction: its first log's send
     reply = running.loadgens.children[0].receive(180)
-    cpu1 = cpu_seconds(server.pid)
+    cpu1, load1, wall1 = cpu_seconds(server.pid), running.loadgens.cpu(), time.monotonic()
     problems = reply["problems"] + reply["lost"]
     if reply["missing"]:
         problems.append(f"{reply['missing']} connections missed frames")
@@ -245,6 +248,10 @@ def _trial(
     deliveries = subscribers * frames
     running.rates.append(deliveries / running.span)
     running.cpu_rates.append(deliveries / max(cpu1 - cpu0, 1e-9))
+    totals = running.cpu_totals
+    totals[0] += cpu1 - cpu0
+    totals[1] += load1 - load0
+    totals[2] += wall1 - starts[0]
     running.latencies.extend(last[(t + 1) * logs - 1] - started for t, started in enumerate(starts))
 
 
@@ -265,6 +272,12 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
         "p50_ms": _ms(_percentile(running.latencies, 0.5)) if running.latencies else None,
         "p99_ms": _ms(_percentile(running.latencies, 0.99)) if running.latencies else None,
         "max_ms": _ms(max(running.latencies)) if running.latencies else None,
+        "server_cpu_share": round(running.cpu_totals[0] / running.cpu_totals[2], 2)
+        if running.cpu_totals[2]
+        else None,
+        "loadgen_cpu_share": round(running.cpu_totals[1] / running.cpu_totals[2], 2)
+        if running.cpu_totals[2]
+        else None,
         "problems": running.problems[:5],
     }
     if running.system.scopecast:
