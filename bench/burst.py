@@ -382,11 +382,14 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
         f"{burst['rounds']} measured rounds each (medians; the rounds show the noise). Latency: "
         "from a transaction to its last log at the last subscriber. HTTP: `eth_blockNumber` from "
         f"{burst['http_clients']} keep-alive connections, the calls under way during the burst. "
-        "GC: every collection's pause in the server during the trials.",
+        "GC: every collection's pause in the server during the trials. CPU share: CPU seconds "
+        "over wall seconds from the first transaction to the last frame (1.0: a whole core); "
+        "on a shared machine, well under 1.0 for both means the trial waited for a core.",
         "",
         "| system | deliveries/s | vs Node | per server CPU-s | p50 ms | p99 ms | HTTP p99 ms "
-        "(calls) | GC pauses: n, p99, max ms (max CPU ms) | rounds (deliveries/s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "(calls) | GC pauses: n, p99, max ms (max CPU ms) | CPU share: server, load gen "
+        "| rounds (deliveries/s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for figures in systems.values():
         rate = figures["deliveries_per_s"]
@@ -404,6 +407,7 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
                 if gc
                 else "-"
             )
+            + f" | {figures.get('server_cpu_share', '-')}, {figures.get('loadgen_cpu_share', '-')}"
             + f" | {', '.join(f'{r:,}' for r in figures['deliveries_per_s_rounds'])} |"
         )
     name = _plot(burst, out)
