@@ -410,10 +410,33 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
             + f" | {figures.get('server_cpu_share', '-')}, {figures.get('loadgen_cpu_share', '-')}"
             + f" | {', '.join(f'{r:,}' for r in figures['deliveries_per_s_rounds'])} |"
         )
+    lines += _before_after(systems)
     name = _plot(burst, out)
     if name:
         lines += ["", f"![bursts]({name})"]
     return lines
+
+
+def _before_after(systems: dict[str, Any]) -> list[str]:
+    """The closing note: this tree against ``--before``'s, per mode, from the same run."""
+    notes = []
+    for mode in ("session", "direct"):
+        after, before = systems.get(f"scopecast-{mode}"), systems.get(f"scopecast-{mode}-before")
+        if not after or not before:
+            continue
+        http_after = (after.get("http_during_burst") or {}).get("p99_ms")
+        http_before = (before.get("http_during_burst") or {}).get("p99_ms")
+        notes.append(
+            f"- {mode}: deliveries/s {before['deliveries_per_s'] or '-':,} -> "
+            f"{after['deliveries_per_s'] or '-':,} (per server CPU-s "
+            f"{before['deliveries_per_server_cpu_s'] or '-':,} -> "
+            f"{after['deliveries_per_server_cpu_s'] or '-':,}); p50 {before['p50_ms']} -> "
+            f"{after['p50_ms']} ms, p99 {before['p99_ms']} -> {after['p99_ms']} ms; HTTP p99 "
+            f"{http_before} -> {http_after} ms"
+        )
+    if not notes:
+        return []
+    return ["", "Before (`--before`) and after, from the same run, trial by trial:", "", *notes]
 
 
 def _plot(burst: dict[str, Any], out: Path) -> str | None:
