@@ -162,6 +162,9 @@ class _Running:
         #: each generation's collections, longest pause and longest in CPU time
         self.generations = [(0, 0.0, 0.0), (0, 0.0, 0.0), (0, 0.0, 0.0)]
         self.cpu_rates: list[float] = []
+        #: CPU seconds of the server and of the load generator, and the wall seconds, of the
+        #: measured trials (from the first transaction to the last frame's arrival)
+        self.cpu_totals = [0.0, 0.0, 0.0]
         self.problems: list[str] = []
         self.span = 10.0
 
@@ -203,7 +206,7 @@ def _trial(
             }
         )
         time.sleep(0.3)  # the probe's connections open and its calls flow
-    cpu0 = cpu_seconds(server.pid)
+    cpu0, load0 = cpu_seconds(server.pid), running.loadgens.cpu()
     if system.scopecast:
         published = server.request({"cmd": "burst", "kind": f"logs:{logs}", "count": transactions})
         starts = published["published"]
@@ -211,7 +214,7 @@ def _trial(
         published = server.request({"cmd": "burst", "kind": "logs", "count": frames})
         starts = published["published"][::logs]  # a transaction: its first log's send
     reply = running.loadgens.children[0].receive(180)
-    cpu1 = cpu_seconds(server.pid)
+    cpu1, load1, wall1 = cpu_seconds(server.pid), running.loadgens.cpu(), time.monotonic()
     problems = reply["problems"] + reply["lost"]
     if reply["missing"]:
         problems.append(f"{reply['missing']} connections missed frames")
@@ -245,6 +248,10 @@ def _trial(
     deliveries = subscribers * frames
     running.rates.append(deliveries / running.span)
     running.cpu_rates.append(deliveries / max(cpu1 - cpu0, 1e-9))
+    totals = running.cpu_totals
+    totals[0] += cpu1 - cpu0
+    totals[1] += load1 - load0
+    totals[2] += wall1 - starts[0]
     running.latencies.extend(last[(t + 1) * logs - 1] - started for t, started in enumerate(starts))
 
 
@@ -265,6 +272,12 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
         "p50_ms": _ms(_percentile(running.latencies, 0.5)) if running.latencies else None,
         "p99_ms": _ms(_percentile(running.latencies, 0.99)) if running.latencies else None,
         "max_ms": _ms(max(running.latencies)) if running.latencies else None,
+        "server_cpu_share": round(running.cpu_totals[0] / running.cpu_totals[2], 2)
+        if running.cpu_totals[2]
+        else None,
+        "loadgen_cpu_share": round(running.cpu_totals[1] / running.cpu_totals[2], 2)
+        if running.cpu_totals[2]
+        else None,
         "problems": running.problems[:5],
     }
     if running.system.scopecast:
@@ -369,11 +382,14 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
         f"{burst['rounds']} measured rounds each (medians; the rounds show the noise). Latency: "
         "from a transaction to its last log at the last subscriber. HTTP: `eth_blockNumber` from "
         f"{burst['http_clients']} keep-alive connections, the calls under way during the burst. "
-        "GC: every collection's pause in the server during the trials.",
+        "GC: every collection's pause in the server during the trials. CPU share: CPU seconds "
+        "over wall seconds from the first transaction to the last frame (1.0: a whole core); "
+        "on a shared machine, well under 1.0 for both means the trial waited for a core.",
         "",
         "| system | deliveries/s | vs Node | per server CPU-s | p50 ms | p99 ms | HTTP p99 ms "
-        "(calls) | GC pauses: n, p99, max ms (max CPU ms) | rounds (deliveries/s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "(calls) | GC pauses: n, p99, max ms (max CPU ms) | CPU share: server, load gen "
+        "| rounds (deliveries/s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for figures in systems.values():
         rate = figures["deliveries_per_s"]
@@ -391,12 +407,36 @@ def burst_section(burst: dict[str, Any] | None, out: Path) -> list[str]:
                 if gc
                 else "-"
             )
+            + f" | {figures.get('server_cpu_share', '-')}, {figures.get('loadgen_cpu_share', '-')}"
             + f" | {', '.join(f'{r:,}' for r in figures['deliveries_per_s_rounds'])} |"
         )
+    lines += _before_after(systems)
     name = _plot(burst, out)
     if name:
         lines += ["", f"![bursts]({name})"]
     return lines
+
+
+def _before_after(systems: dict[str, Any]) -> list[str]:
+    """The closing note: this tree against ``--before``'s, per mode, from the same run."""
+    notes = []
+    for mode in ("session", "direct"):
+        after, before = systems.get(f"scopecast-{mode}"), systems.get(f"scopecast-{mode}-before")
+        if not after or not before:
+            continue
+        http_after = (after.get("http_during_burst") or {}).get("p99_ms")
+        http_before = (before.get("http_during_burst") or {}).get("p99_ms")
+        notes.append(
+            f"- {mode}: deliveries/s {before['deliveries_per_s'] or '-':,} -> "
+            f"{after['deliveries_per_s'] or '-':,} (per server CPU-s "
+            f"{before['deliveries_per_server_cpu_s'] or '-':,} -> "
+            f"{after['deliveries_per_server_cpu_s'] or '-':,}); p50 {before['p50_ms']} -> "
+            f"{after['p50_ms']} ms, p99 {before['p99_ms']} -> {after['p99_ms']} ms; HTTP p99 "
+            f"{http_before} -> {http_after} ms"
+        )
+    if not notes:
+        return []
+    return ["", "Before (`--before`) and after, from the same run, trial by trial:", "", *notes]
 
 
 def _plot(burst: dict[str, Any], out: Path) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Final
 from urllib.parse import unquote
 
@@ -26,6 +27,11 @@ from schemas.errors import RpcError
 log = logging.getLogger(__name__)
 
 _RELEASE_TIMEOUT: Final = 2.0
+#: The heartbeat pings a share of the connections every this many seconds, each connection once
+#: per ``ping_interval``: all at once, 10,000 connections' pings and then their pongs (a task
+#: woken for each) took about 0.7 s of CPU in one go, the longest wait in a fan-out at 10,000
+#: subscribers (docs/benchmarks, issue 32).
+HEARTBEAT_TICK: Final = 0.1
 
 ConnectionHook = Callable[[WebSocketConnection], None]
 
@@ -134,16 +140,25 @@ class Connections:
     # -- while open -------------------------------------------------------------------------------
 
     async def serve_heartbeat(self) -> None:
-        """Ping every connection each ``ping_interval``; close those that did not answer the
-        last ping (4009 ping timeout), until cancelled."""
+        """Ping every connection each ``ping_interval``, a share every :data:`HEARTBEAT_TICK`;
+        close those that did not answer the last ping (4009 ping timeout), until cancelled."""
         interval = self._limits.ping_interval
-        now = trio.current_time()
+        ticks = max(1, int(interval / HEARTBEAT_TICK))
+        # The first pings one interval after start-up, as when every connection was pinged at once.
+        began = trio.current_time() + interval
         while True:
-            # A pong is due by the next tick: the time slept until, so the tick finds it past.
-            await trio.sleep_until(now + interval)
-            now = trio.current_time()
-            for conn in list(self._open):
-                conn.heartbeat(now, now + interval)
+            for tick in range(ticks):
+                # The share of this tick: the connections at its place in the set's order now (a
+                # connection opened or ended meanwhile may move one share, a ping sooner or later).
+                at = began + interval * tick / ticks
+                await trio.sleep_until(at)
+                now = trio.current_time()
+                count = len(self._open)
+                share = list(islice(self._open, count * tick // ticks, count * (tick + 1) // ticks))
+                for conn in share:
+                    # Its pong is due by its next ping's time: that tick finds the deadline past.
+                    conn.heartbeat(now, at + interval)
+            began += interval
 
     def _slow_consumer(self, conn: WebSocketConnection) -> None:
         self._metrics.slow_consumers.inc()

@@ -298,6 +298,42 @@ async def test_a_peer_that_does_not_answer_pings_is_dropped(
                 assert await live.result("eth_chainId", []) == "0x539"
 
 
+async def test_the_heartbeat_pings_a_share_of_the_connections_at_a_time(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # 10,000 connections pinged at once answered with 10,000 pongs at once: the longest wait in
+    # a fan-out. Each connection is still pinged once per interval (and closed when it does not
+    # answer), but a share of them at a time.
+    config = Config(server=ServerConfig(ping_interval=1.0))
+    count = 20
+    with trio.fail_after(30):
+        async with running_broker(
+            ServeOptions(block_time=0), config=config, clock=mock_clock
+        ) as node:
+            conns = [await RawWebSocket.connect(node.port, "/ws/v3/dev") for _ in range(count)]
+            seen: dict[int, list[tuple[float, int]]] = {i: [] for i in range(count)}
+
+            async def read(index: int, conn: RawWebSocket) -> None:
+                while (frame := await conn.frame()) is not None:
+                    seen[index].append((trio.current_time(), frame[0]))
+                    if frame[0] == 0x8:
+                        return
+
+            async with trio.open_nursery() as nursery:
+                for index, conn in enumerate(conns):
+                    nursery.start_soon(read, index, conn)
+            for conn in conns:
+                conn.close()
+    for frames_seen in seen.values():
+        # a ping, then (none answered) the close, one interval later, give or take a share
+        assert [opcode for _, opcode in frames_seen] == [0x9, 0x8]
+        assert frames_seen[1][0] - frames_seen[0][0] == pytest.approx(1.0, abs=0.25)
+    # every connection was open all the second round: those closes went out a share at a time
+    closes = [frames_seen[1][0] for frames_seen in seen.values()]
+    at_once = max(closes.count(t) for t in closes)
+    assert at_once <= count // 4, sorted(closes)
+
+
 async def test_requests_that_arrive_together_are_answered_in_order(node: RunningBroker) -> None:
     # trio runs tasks spawned together in either order; fast calls must still be answered in
     # the order they came (viem's watchBlocks emits blocks in the order their fetches answer).
