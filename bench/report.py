@@ -413,6 +413,14 @@ def _solana_fleet_section(fleet: dict[str, Any] | None, solana: dict[str, Any] |
         "",
         *_fanout_table({"fleet": fleet}),
     ]
+    if "load_average" in fleet:
+        start, end = fleet["load_average"]
+        lines += [
+            "",
+            f"Measured {fleet['date']} ({fleet['mode']} mode); load average {start} at the start "
+            f"of this workload, {end} at its end (the machine is shared: on a busy one the "
+            "processes wait for the server core, and the latency shows it).",
+        ]
     inprocess = (solana or {}).get("fanout", {}).get("slots", {}).get("scopecast-solana-direct")
     same = _at(inprocess["sizes"], figures["subscribers"]) if inprocess else None
     if same is not None:

@@ -16,9 +16,11 @@ socket. The server CPU is that of all five processes.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import http.client
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,6 +193,7 @@ def split(total: int, parts: int) -> list[int]:
 def run_solana_fleet(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
     """The fan-out of slots at the largest size, split over two web processes."""
     size = max(settings.sizes)
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
     fleet = Fleet(settings)
     loadgens: LoadGenerators | None = None
     try:
@@ -229,6 +232,9 @@ def run_solana_fleet(settings: Settings, log: Callable[[str], None]) -> dict[str
     )
     return {
         "label": LABEL,
+        "mode": "quick" if settings.quick else "full",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "load_average": [load_at_start, [round(x, 2) for x in os.getloadavg()]],
         "web_processes": len(fleet.web_ports),
         "sizes": [figures],
         "cpu_seconds": {

@@ -61,6 +61,7 @@ from tests.adapters.solana_upstream.nodes import (
     signed_transfer,
 )
 from tests.redis.test_deployment import Upstream
+from tests.redis.worker_process import WorkerProcess
 from tests.support.processes import ScopecastProcess, start_scopecast
 from tests.support.rawws import RawWebSocket
 from tests.support.redis_server import RedisServer
@@ -267,6 +268,8 @@ class SolanaDeployment(Deployment):
     transfers: Transfers | None = None
     #: The nodes stopped with SIGSTOP now (they would not answer).
     frozen: set[int] = field(default_factory=set)
+    #: Workers killed by a fault (their output is kept with the others').
+    killed: list[WorkerProcess] = field(default_factory=list)
 
     async def slot_of(self, node: ScopecastProcess) -> int:
         return int(await node_result(node, "getSlot"))
@@ -305,6 +308,18 @@ async def _started(
         for index in range(len(starts)):
             starting.start_soon(one, index)
     return [process for process in found if process is not None]
+
+
+def _keep_logs(d: SolanaDeployment) -> None:
+    """What the workers said (every line) and the last lines of the other processes, in the
+    run's folder: which node the leader followed, and the slots it filled, explain a verdict."""
+    for worker in [*d.killed, *d.workers]:
+        (d.folder / f"worker-{worker.pid}.log").write_text("\n".join(worker.lines) + "\n")
+    for name, process in [
+        *((f"node{i}", n) for i, n in enumerate(d.nodes)),
+        *((f"web{i}", w) for i, w in enumerate(d.webs)),
+    ]:
+        (d.folder / f"{name}-{process.port}.log").write_text(process.output_tail(200) + "\n")
 
 
 @asynccontextmanager
@@ -348,6 +363,7 @@ async def solana_deployment(folder: Path, s: Settings) -> AsyncIterator[SolanaDe
             try:
                 yield found
             finally:
+                _keep_logs(found)
                 for process in [*found.webs, *nodes]:
                     if process.pid is not None and process.running:
                         found.thaw(process.pid)
@@ -367,6 +383,7 @@ async def kill_leading_worker(d: SolanaDeployment, s: Settings) -> Callable[[], 
     leader = await d.leader()
     await leader.kill()
     d.workers.remove(leader)
+    d.killed.append(leader)
 
     async def repair() -> None:
         await d.add_worker()  # a new standby

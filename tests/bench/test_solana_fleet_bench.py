@@ -51,6 +51,9 @@ def test_the_report_puts_the_fleet_beside_the_in_process_figure() -> None:
         "web_processes": 2,
         "sizes": [_figures(10_000, 40_000, 900.0)],
         "cpu_seconds": {"web0": 1.5, "worker": 0.25},
+        "mode": "quick",
+        "date": "2026-11-28T05:00:00+00:00",
+        "load_average": [[3.5, 2.0, 1.0], [4.0, 2.5, 1.5]],
     }
     direct = {"label": "direct", "sizes": [_figures(10_000, 120_000, 280.0)]}
     solana = {"fanout": {"slots": {"scopecast-solana-direct": direct}}}
@@ -60,6 +63,7 @@ def test_the_report_puts_the_fleet_beside_the_in_process_figure() -> None:
     assert "120,000 notifications/s, p99 280.0 ms" in text
     assert "40,000/s, p99 900.0 ms" in text
     assert "web0 1.5, worker 0.25" in text
+    assert "load average [3.5, 2.0, 1.0] at the start of this workload, [4.0, 2.5, 1.5]" in text
     # without the in-process figures (a run of the fleet alone), the row stands alone
     alone = "\n".join(report._solana_fleet_section(fleet, None))
     assert "In one process" not in alone
