@@ -347,7 +347,52 @@ def _solana_section(solana: dict[str, Any] | None) -> list[str]:
         f"These rows: {min(dates)} to {max(dates)}, {faults[0].get('mode')} mode, load average "
         f"{faults[0].get('machine', {}).get('load_average_at_start')} at the start of the run. "
         f"Settings: `{settings}`.",
+        *_solana_notes(faults),
     ]
+
+
+def _solana_notes(faults: list[dict[str, Any]]) -> list[str]:
+    """What the rows show that the code does not do yet, said where the figures are."""
+    notes = []
+    judged = [f for f in faults if f.get("account_changes") is not None]
+    if judged and not any(f["account_changes_received"] for f in judged):
+        notes.append(
+            "- **No account change reached any client.** Behind a worker, an `accountSubscribe` "
+            "made on a web process is not known to the worker, whose adapter reads only the "
+            "accounts someone subscribed to: sharing the web processes' account interests with "
+            "the worker through Redis is issue 31's open part. Until then every account change "
+            "counts as lost here."
+        )
+    lossy = [
+        f["label"]
+        for f in faults
+        if f["name"] in ("solana_kill_leading_worker", "solana_restart_redis")
+        and f["slots"]["lost"]
+    ]
+    if lossy:
+        notes.append(
+            f"- **Slots lost on: {'; '.join(lossy)}.** A worker taking the lead (the standby "
+            "after the leader's death, or the leader after Redis lost the stream) starts a chain "
+            "family's events from the adapter's present (README, scale-out), so the slots made "
+            "in between never reach the stream: resuming a new leader from the stream's "
+            "checkpoint is issue 31's open part."
+        )
+    failover = [
+        f["label"]
+        for f in faults
+        if f["name"] in ("solana_freeze_upstream", "solana_kill_upstream") and f["slots"]["lost"]
+    ]
+    if failover:
+        notes.append(
+            f"- **Slots lost on: {'; '.join(failover)}.** The workers' logs (kept in the run's "
+            "folder) show the follower filling a gap up to a slot seen on one node with `getBlocks` "
+            "sent through the forwarder, which asks the first healthy node in priority order: "
+            "when that is the other node, still behind (just thawed, or being brought level after "
+            "its restart), it answers only the blocks it has, and the slots it has not reached "
+            "are taken for skipped slots and never reported (`adapters/solana/upstream/"
+            "_follower.py`, `_slots_with_blocks`)."
+        )
+    return ["", *notes] if notes else []
 
 
 def _fmt(value: Any) -> str:

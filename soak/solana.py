@@ -578,7 +578,8 @@ async def run_solana_fault(
             await trio.sleep(random.uniform(*s.fault_pause))
             marks = [(len(c.slots), len(c.changes)) for c in clients]
             try:
-                with trio.fail_after(s.freeze_seconds + 60):
+                # generous: a node started again on a loaded machine takes a minute or more
+                with trio.fail_after(s.freeze_seconds + 240):
                     repair = await fault.inject(d, s)
             except Exception as exc:  # a fault the harness could not inject is reported
                 failures.append(f"run {run}: {exc!r}")
@@ -616,8 +617,9 @@ async def run_solana_fault(
                 for n in blocks
                 if anchor_slot < n <= max(received, default=0) and n not in received
             )
+            example = f"client 0 missed slots {missing[:20]}" if missing else "client 0 missed none"
             if missing:
-                examples.append(f"run {run + 1}, client 0: slots {missing[:20]} never arrived")
+                examples.append(f"run {run + 1}: {example}")
             for client, (mark, change_mark) in zip(clients, marks, strict=True):
                 slots.add(
                     judge_slots(
@@ -630,7 +632,7 @@ async def run_solana_fault(
                 if not got or got[-1][1] < high:
                     changes_behind += 1
             log(
-                f"  {fault.name} run {run + 1}/{s.fault_runs}: {examples[-1:]} slots {slots}, account changes "
+                f"  {fault.name} run {run + 1}/{s.fault_runs}: {example}; so far slots {slots}, account changes "
                 f"{changes} (clients short of the last balance: {changes_behind}), "
                 f"not recovered {not_recovered}"
             )
@@ -653,6 +655,7 @@ async def run_solana_fault(
         "not_recovered": not_recovered,
         "client_errors": len(errors),
         "client_error_kinds": sorted({e.split(":")[0] for e in errors}),
+        "client_error_examples": sorted(set(errors))[:5],
         "reconnects": sum(len(c.closes) for c in clients),
         "session_checks": sum(c.checks_done - c.checks_unanswered for c in clients),
         "sessions_lost": sum(c.sessions_lost for c in clients),

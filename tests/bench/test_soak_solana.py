@@ -93,7 +93,9 @@ def test_the_report_has_a_solana_section_and_targets() -> None:
     good = _row()
     slots_only = _row(name="solana_restart_redis", account_changes=None)
     lossy = _row(
-        name="solana_kill_leading_worker", slots={"lost": 7, "duplicated": 0, "out_of_order": 0}
+        name="solana_kill_leading_worker",
+        label="kill -9 of the leading worker",
+        slots={"lost": 7, "duplicated": 0, "out_of_order": 0},
     )
     results = {
         "solana": {"faults": [good, slots_only, lossy], "settings": {"solana_slot_time": "0.4"}}
@@ -106,4 +108,17 @@ def test_the_report_has_a_solana_section_and_targets() -> None:
     assert [t["met"] for t in verdicts] == [True, False, False]
     assert "account changes not judged" in verdicts[1]["measured"]
     assert "slots 7 / 0 / 0" in verdicts[2]["measured"]
+    assert "Slots lost on: kill -9 of the leading worker" in text
+    assert "No account change reached any client" not in text
+    nothing = _row(account_changes_received=0)
+    quiet = "\n".join(report._solana_section({"faults": [nothing], "settings": {}}))
+    assert "No account change reached any client" in quiet
+    assert "Slots lost on" not in quiet
+    frozen = _row(
+        name="solana_freeze_upstream",
+        label="the followed node SIGSTOP",
+        slots={"lost": 4, "duplicated": 0, "out_of_order": 0},
+    )
+    failover = "\n".join(report._solana_section({"faults": [frozen], "settings": {}}))
+    assert "Slots lost on: the followed node SIGSTOP.** The workers' logs" in failover
     assert report._solana_section(None) == []
