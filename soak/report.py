@@ -377,6 +377,16 @@ def _solana_notes(faults: list[dict[str, Any]]) -> list[str]:
             "in between never reach the stream: resuming a new leader from the stream's "
             "checkpoint is issue 31's open part."
         )
+    emptied = [f for f in faults if f["name"] == "solana_restart_redis" and f["sessions_lost"]]
+    if emptied:
+        notes.append(
+            f"- **{emptied[0]['sessions_lost']} of {emptied[0]['session_checks']} session checks "
+            "after the Redis restart found `wallet_getSession` empty**, while `wallet_invokeMethod` "
+            "answered on the same connections. The check runs as soon as a client has a slot "
+            "after the restart (well under a second here; the EVM rows check seconds later, after "
+            "their reorg): read before the web processes wrote the sessions back, it seems; not "
+            "looked into further."
+        )
     failover = [
         f["label"]
         for f in faults
