@@ -28,6 +28,7 @@ from bench.procs import ROOT, ChildError
 from bench.replay import run_replay
 from bench.resume import run_resume
 from bench.solana import run_solana
+from bench.solana_fleet import run_solana_fleet
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
@@ -37,7 +38,17 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "burst", "solana", "devchain", "http", "replay", "resume", "limiter")
+WORKLOADS = (
+    "fanout",
+    "burst",
+    "solana",
+    "solana-fleet",
+    "devchain",
+    "http",
+    "replay",
+    "resume",
+    "limiter",
+)
 
 
 def machine() -> dict[str, Any]:
@@ -81,6 +92,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
         "burst",
         "fanout_reference",
         "solana",
+        "solana_fleet",
         "getlogs",
         "http_wrk",
         "replay",
@@ -203,6 +215,9 @@ def main(argv: list[str] | None = None) -> None:
     if not only or "solana" in only:
         log("Solana: slot and account notifications, direct and in sessions")
         results["solana"] = run_solana(settings, log)
+    if not only or "solana-fleet" in only:
+        log("Solana: slots through a worker and Redis to two web processes")
+        results["solana_fleet"] = run_solana_fleet(settings, log)
     if not only or "devchain" in only:
         log("dev chain: reference fan-out, getLogs, HTTP")
         devchain = run_devchain(settings, log)

@@ -391,6 +391,57 @@ def _solana_section(solana: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _solana_fleet_section(fleet: dict[str, Any] | None, solana: dict[str, Any] | None) -> list[str]:
+    """Slots through a worker and Redis to two web processes (bench.solana_fleet), beside the
+    in-process figure at the same size."""
+    if not fleet:
+        return []
+    (figures,) = fleet["sizes"]
+    lines = [
+        "",
+        f"### slotNotification through Redis to {fleet['web_processes']} web processes",
+        "",
+        "The deployment production runs, as real processes all pinned to the server core: a "
+        "`scopecast serve --block-time 0` node (its `solana` dev network plays the Solana node), "
+        "`redis-server`, one `scopecast worker` (its `solana-upstream` adapter follows the node "
+        "and publishes each slot on the chain's Redis Stream) and two `scopecast serve --role web` "
+        "processes reading the stream; the subscribers (`slotSubscribe` on `/solana/ws/v3/dev`) "
+        "split evenly over the two. Each event is a `scopecast_advanceSlots` call on the node over "
+        "HTTP, its publish time the moment the call started: the latency is slot-to-last-"
+        "subscriber (the node, its PubSub, the worker's `getBlock`, Redis, the fan-out). Server "
+        "CPU is that of all five processes.",
+        "",
+        *_fanout_table({"fleet": fleet}),
+    ]
+    if "load_average" in fleet:
+        start, end = fleet["load_average"]
+        lines += [
+            "",
+            f"Measured {fleet['date']} ({fleet['mode']} mode); load average {start} at the start "
+            f"of this workload, {end} at its end (the machine is shared: on a busy one the "
+            "processes wait for the server core, and the latency shows it).",
+        ]
+    inprocess = (solana or {}).get("fanout", {}).get("slots", {}).get("scopecast-solana-direct")
+    same = _at(inprocess["sizes"], figures["subscribers"]) if inprocess else None
+    if same is not None:
+        lines += [
+            "",
+            f"In one process (the table above, direct, {figures['subscribers']:,}): "
+            f"{_fmt(same['notifications_per_s'])} notifications/s, p99 {_fmt(same['p99_ms'], 1)} "
+            f"ms; through Redis to two web processes: {_fmt(figures['notifications_per_s'])}/s, "
+            f"p99 {_fmt(figures['p99_ms'], 1)} ms.",
+        ]
+    spent = fleet.get("cpu_seconds")
+    if spent:
+        lines += [
+            "",
+            "CPU seconds of each process over the run (warm-up included): "
+            + ", ".join(f"{name} {seconds}" for name, seconds in spent.items())
+            + ".",
+        ]
+    return lines
+
+
 def _limiter_section(rows: list[dict[str, Any]] | None) -> list[str]:
     """What a key's rate limit costs (bench.limiter), beside the HTTP figures."""
     if not rows:
@@ -525,6 +576,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         ]
     lines += burst_section(results.get("burst"), out)
     lines += _solana_section(results.get("solana"))
+    lines += _solana_fleet_section(results.get("solana_fleet"), results.get("solana"))
     memory = results.get("memory", {})
     if memory:
         lines += [

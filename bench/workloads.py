@@ -350,8 +350,12 @@ def measure_bursts(
     subscribers: int,
     settings: Settings,
     trigger: Callable[[int], list[float]] | None = None,
+    server_clock: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
-    """Warm-up, then ``settings.rounds`` bursts of ``settings.burst`` events; the figures."""
+    """Warm-up, then ``settings.rounds`` bursts of ``settings.burst`` events; the figures.
+    ``server_clock``: the server side's CPU seconds so far (default: ``server``'s own), for a
+    server side of several processes."""
+    clock = server_clock or functools.partial(cpu_seconds, server.pid)
     latencies: list[float] = []
     rates: list[float] = []
     cpu_rates: list[float] = []
@@ -363,13 +367,13 @@ def measure_bursts(
         armed = loadgens.all({"cmd": "arm", "count": count, "method": method, "timeout": 120})
         if sum(a["armed"] for a in armed) != subscribers:
             problems.append(f"armed {sum(a['armed'] for a in armed)} of {subscribers}")
-        cpu0, lg0, t0 = cpu_seconds(server.pid), loadgens.cpu(), time.monotonic()
+        cpu0, lg0, t0 = clock(), loadgens.cpu(), time.monotonic()
         if trigger is None:
             published = server.request({"cmd": "burst", "kind": kind, "count": count})["published"]
         else:
             published = trigger(count)
         replies = [child.receive(180) for child in loadgens.children]
-        cpu1, lg1, t1 = cpu_seconds(server.pid), loadgens.cpu(), time.monotonic()
+        cpu1, lg1, t1 = clock(), loadgens.cpu(), time.monotonic()
         for reply in replies:
             problems.extend(reply["problems"])
             problems.extend(reply["lost"])

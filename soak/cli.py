@@ -1,7 +1,8 @@
 """``python -m soak``: the reliability suite; writes docs/reliability/.
 
 Scenarios, in order (each writes its part of ``results.json`` and the README as it finishes, so a
-partial run still reports): ``faults``, ``soak`` (with the fuzzer of ``fuzz`` running against it),
+partial run still reports): ``faults``, ``solana`` (the faults against a fleet in front of two
+Solana nodes, :mod:`soak.solana`), ``soak`` (with the fuzzer of ``fuzz`` running against it),
 ``overload``. ``SOAK_QUICK=1`` (or ``--quick``) is the quick mode (under 5 minutes on a quiet
 machine; smaller and shorter); the published figures come from a full run (under 45 minutes).
 """
@@ -24,13 +25,13 @@ import trio
 
 from bench.cli import machine, mode_arguments
 from bench.procs import ROOT
-from soak import report
+from soak import report, solana
 from soak.deploy import deployment
 from soak.faults import FAULTS, run_faults, selected
 from soak.settings import Settings
 
 DEFAULT_OUT = ROOT / "docs" / "reliability"
-SCENARIOS = ("faults", "soak", "overload")
+SCENARIOS = ("faults", "solana", "soak", "overload")
 
 
 class Results:
@@ -56,6 +57,20 @@ class Results:
         self.some_faults = bool(settings.only_faults)
         if ("faults" in only or not only) and not self.some_faults:
             self.data["faults"] = []
+
+    def solana_fault(self, figures: dict[str, Any]) -> None:
+        """One fault's row of the Solana section (a row of the same fault is replaced)."""
+        part = self.data.get("solana") or {"faults": []}
+        row = {**figures, "mode": _mode(self.settings), "date": _now(), "machine": self.machine}
+        rows = [r for r in part["faults"] if r["name"] != figures["name"]] + [row]
+        order = [f.name for f in solana.SOLANA_FAULTS]
+        rows.sort(key=lambda r: order.index(r["name"]) if r["name"] in order else len(order))
+        settings = {k: v for k, v in vars(self.settings).items() if k.startswith("solana_")}
+        settings.update(
+            {k: getattr(self.settings, k) for k in ("fault_runs", "fault_pause", "freeze_seconds")}
+        )
+        self.data["solana"] = {"faults": rows, "settings": settings}
+        self.save()
 
     def finish(self, seconds: float) -> None:
         if self.partial is not None:
@@ -133,6 +148,8 @@ async def _scenarios(
                 folder / "faults-sentinel", block_time=settings.fault_block_time, sentinel=True
             ) as d:
                 await run_faults(d, settings, log, results.fault)
+    if (not only or "solana" in only) and solana.selected(settings):
+        await solana.run_solana(folder / "solana", settings, log, results.solana_fault)
     if not only or "soak" in only:
         from soak.steady import run_soak
 
@@ -150,9 +167,20 @@ def main(argv: list[str] | None = None) -> None:
     mode_arguments(cli, "SOAK_QUICK", DEFAULT_OUT)
     cli.add_argument("--only", nargs="*", choices=SCENARIOS, help="run only these scenarios")
     cli.add_argument(
-        "--faults", nargs="*", choices=[f.name for f in FAULTS], help="only these faults"
+        "--faults",
+        nargs="*",
+        choices=[f.name for f in [*FAULTS, *solana.SOLANA_FAULTS]],
+        help="only these faults (the solana_ ones are the Solana section's)",
     )
     cli.add_argument("--fault-clients", type=int, help="override the clients per fault")
+    cli.add_argument("--fault-runs", type=int, help="override the runs of each fault")
+    cli.add_argument("--solana-clients", type=int, help="override the Solana section's clients")
+    cli.add_argument(
+        "--no-solana-accounts",
+        dest="solana_accounts",
+        action="store_false",
+        help="the Solana section judges slots only (no accountSubscribe)",
+    )
     cli.add_argument("--soak-minutes", type=float, help="override the soak's duration")
     cli.add_argument("--connections", type=int, help="override the soak's connection count")
     cli.add_argument("--overload-connections", type=int, help="override the overload's count")
@@ -172,8 +200,11 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = Settings.for_mode(args.quick)
     settings.only_faults = args.faults or []
+    settings.solana_accounts = args.solana_accounts
     for name, value in (
         ("fault_clients", args.fault_clients),
+        ("fault_runs", args.fault_runs),
+        ("solana_clients", args.solana_clients),
         ("soak_minutes", args.soak_minutes),
         ("soak_connections", args.connections),
         ("overload_connections", args.overload_connections),

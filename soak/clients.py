@@ -19,7 +19,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import trio
@@ -65,11 +65,16 @@ class Client:
 
     # -- connecting -----------------------------------------------------------------------------
 
+    async def _receive(self, conn: RawWebSocket) -> tuple[Any, tuple[int | None, str] | None]:
+        """The next message (decoded as this kind of client reads it), or (None, (close code,
+        reason)) once the connection ended."""
+        return await _read(conn)
+
     async def _call(self, conn: RawWebSocket, method: str, params: Any) -> Any:
         """One call; notifications before its reply are handled as usual."""
         await conn.call({"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params})
         while True:
-            message, closed = await _read(conn)
+            message, closed = await self._receive(conn)
             if closed is not None:
                 raise ConnectionError(f"closed during {method}: {closed}")
             assert message is not None
@@ -118,6 +123,14 @@ class Client:
 
     # -- checking the session -------------------------------------------------------------------
 
+    #: The session's scope, and the method a check invokes on it (its answer checked below).
+    scope: ClassVar[str] = DEV
+    check_method: ClassVar[str] = "eth_blockNumber"
+
+    @staticmethod
+    def _check_answer(result: Any) -> None:
+        int(result, 16)  # a block number
+
     def check_session(self) -> None:
         """Ask for a session check, done by :meth:`follow` after the next message it reads."""
         self.checks_asked += 1
@@ -125,7 +138,7 @@ class Client:
     async def _check_session(self, conn: RawWebSocket) -> None:
         try:
             session = await self._call(conn, "wallet_getSession", {})
-            if DEV not in (session or {}).get("sessionScopes", {}):
+            if self.scope not in (session or {}).get("sessionScopes", {}):
                 self.sessions_lost += 1
                 self.errors.append(f"session lost: {session}")
         except ConnectionError as exc:
@@ -137,9 +150,9 @@ class Client:
             invoked = await self._call(
                 conn,
                 "wallet_invokeMethod",
-                {"scope": DEV, "request": {"method": "eth_blockNumber", "params": []}},
+                {"scope": self.scope, "request": {"method": self.check_method, "params": []}},
             )
-            int(invoked["result"]["result"], 16)
+            self._check_answer(invoked["result"]["result"])
         except (ConnectionError, KeyError, TypeError, ValueError) as exc:
             if str(exc).startswith("closed during"):
                 raise
@@ -172,7 +185,7 @@ class Client:
         try:
             while True:
                 assert self.conn is not None
-                message, closed = await _read(self.conn)
+                message, closed = await self._receive(self.conn)
                 if closed is None:
                     assert message is not None
                     if message.method is None and message.error is not None:

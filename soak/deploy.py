@@ -25,7 +25,7 @@ import httpx
 import trio
 
 from bench.procs import ROOT, rss_kib
-from tests.redis.test_deployment import Upstream, lease_holder_pid, start_upstream
+from tests.redis.test_deployment import DEV, Upstream, start_upstream
 from tests.redis.worker_process import WorkerProcess
 from tests.support.processes import ScopecastProcess
 from tests.support.redis_server import RedisServer, SentinelFleet, primary_port, redis_command
@@ -93,6 +93,10 @@ class Deployment:
     webs: list[ScopecastProcess] = field(default_factory=list)
     #: With a Sentinel fleet: ``redis`` is its primary when the deployment starts.
     sentinels: SentinelFleet | None = None
+    #: The chain the workers ingest (its lease names the leader).
+    chain: str = DEV
+    #: What a worker logs once it leads or stands by.
+    worker_ready: str = "leading from block|standing by"
 
     @property
     def redis_url(self) -> str:
@@ -132,12 +136,14 @@ class Deployment:
 
     async def add_worker(self) -> WorkerProcess:
         worker = await self.upstream.start_worker(self.redis_url)
-        await worker.wait_for("leading from block|standing by")
+        await worker.wait_for(self.worker_ready)
         self.workers.append(worker)
         return worker
 
     async def leader(self) -> WorkerProcess:
-        pid = await lease_holder_pid(self.redis)
+        # The chain's lease names its holder as host:pid/token.
+        reply = await redis_command(self.redis.port, "GET", f"scopecast:lease:{{{self.chain}}}")
+        pid = int(reply.split(b"\r\n")[1].decode().split("/")[0].rsplit(":", 1)[1])
         return next(w for w in self.workers if w.running and w.pid == pid)
 
     async def redis_command(self, *args: str) -> bytes:

@@ -25,6 +25,12 @@ class Settings:
     slow_every: int = 100
     overload_seconds: float = 60.0
     fuzz_inputs: int = 100_000
+    #: The Solana section: its session clients, the nodes' slot time, a transfer to the watched
+    #: account every so many seconds, and whether account changes are judged (False: slots only).
+    solana_clients: int = 200
+    solana_slot_time: str = "0.4"
+    solana_transfer_every: float = 1.0
+    solana_accounts: bool = True
 
     @classmethod
     def for_mode(cls, quick: bool) -> Settings:
@@ -43,4 +49,5 @@ class Settings:
             overload_connections=2000,
             overload_seconds=10.0,
             fuzz_inputs=3000,
+            solana_clients=60,
         )
