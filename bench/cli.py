@@ -28,6 +28,7 @@ from bench.procs import ROOT, ChildError
 from bench.replay import run_replay
 from bench.resume import run_resume
 from bench.solana import run_solana
+from bench.webhooks import run_webhooks
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
@@ -37,7 +38,17 @@ from bench.workloads import (
 )
 
 DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-WORKLOADS = ("fanout", "burst", "solana", "devchain", "http", "replay", "resume", "limiter")
+WORKLOADS = (
+    "fanout",
+    "burst",
+    "solana",
+    "devchain",
+    "http",
+    "replay",
+    "resume",
+    "limiter",
+    "webhooks",
+)
 
 
 def machine() -> dict[str, Any]:
@@ -86,6 +97,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
         "replay",
         "resume",
         "limiter",
+        "webhooks",
         "profiles",
         "memory_profile",
     ):
@@ -220,6 +232,9 @@ def main(argv: list[str] | None = None) -> None:
     if not only or "resume" in only:
         log("resume: replay to 1,000 reconnecting clients; fan-out with and without cursors")
         results["resume"] = run_resume(settings, log)
+    if not only or "webhooks" in only:
+        log("webhooks: deliveries to a local receiver (1, 100), and their cost to the fan-out")
+        results["webhooks"] = run_webhooks(settings, log)
     if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
         log("memory profile: an idle session connection, line by line")
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 import msgspec
 import trio
@@ -22,6 +23,10 @@ from broker.bus import EventBus
 from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+#: Times a block's transactions are asked for (a node behind may not know the block yet).
+_BLOCK_ATTEMPTS: Final = 3
+_BLOCK_RETRY_DELAY: Final = 0.25
 
 
 class ChainIngestion:
@@ -142,19 +147,30 @@ class ChainIngestion:
         if not self._whole or block.transactions:
             return block
         params = msgspec.Raw(msgspec.json.encode([block.hash, True]))
-        try:
-            answer = await self.adapter.call(self.chain, "eth_getBlockByHash", params)
-        except Exception as exc:  # the node's failure: this block's transactions are missed
+        answer: Any = None
+        for attempt in range(_BLOCK_ATTEMPTS):
+            if attempt:
+                # Behind several nodes, the one asked may not have the block yet: ask again.
+                await trio.sleep(_BLOCK_RETRY_DELAY)
+            try:
+                answer = await self.adapter.call(self.chain, "eth_getBlockByHash", params)
+            except Exception as exc:  # the node's failure: this block's transactions are missed
+                answer = exc
+                continue
+            if isinstance(answer, msgspec.Raw):
+                answer = msgspec.json.decode(answer)
+            if answer is not None:
+                break
+        found = with_transactions(block, answer)
+        if found is block:
             log.warning(
-                "%s: cannot fetch block %d's transactions for activity subscriptions (%r)",
+                "%s: block %d's transactions could not be fetched for activity subscriptions "
+                "(%r); its logs are delivered without them",
                 self.chain,
                 block.number,
-                exc,
+                answer,
             )
-            return block
-        if isinstance(answer, msgspec.Raw):
-            answer = msgspec.json.decode(answer)
-        return with_transactions(block, answer)
+        return found
 
     async def _fetch_parent(self, need: NeedParent) -> ChainBlock | None:
         parent = await self.adapter.fetch_block(self.chain, block_hash=need.block_hash)
