@@ -1,9 +1,10 @@
 """The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads``, ``logs``, where
 the adapter follows its pool ``newPendingTransactions`` (geth's params and errors), ``activity``
 (scopecast's: every log naming an address, as emitter or topic, and every transaction from or to
-it; see :func:`activity_payload`) and ``transaction`` (one transaction's life), log filters indexed by address, else by first topic, else in a short list of
-catch-alls (so a log is checked only against filters that can match it), and the ``removed``
-replay of logs a reorganisation orphaned.
+it, in one shape: :func:`activity_payload`) and ``transaction`` (one transaction's life), log
+filters indexed by address, else by first topic, else in a short list of catch-alls (so a log is
+checked only against filters that can match it), and the ``removed`` replay of logs (and
+transactions) a reorganisation orphaned.
 
 The broker's subscription hub (chain-neutral) keeps ids, connections, session scoping and cursors;
 it serves this family as it serves Solana's (:class:`adapters.base.SubscriptionFamily`), over the

@@ -224,11 +224,9 @@ def build_broker(
     process_id = uuid.uuid4().hex  # this process, in session changes and resume records
     changes = redis.changes if redis else MemoryChangeBus()
     window = server.resume_window
-    activity = (
-        RedisActivityDemand(redis.client, process_name(), linger=window)
-        if redis
-        else ActivityDemand(linger=window)
-    )
+    # Which chains' blocks carry their transactions: with Redis, announced to the worker.
+    announced = RedisActivityDemand(redis.client, process_name(), linger=window) if redis else None
+    activity = announced or ActivityDemand(linger=window)
     core = build_core(
         networks,
         _limits(server),
@@ -267,8 +265,8 @@ def build_broker(
             services.append(
                 ChainLeaders(list(networks), redis.bus, core.metrics, activity=activity)
             )
-        assert isinstance(activity, RedisActivityDemand)
-        services.append(_announcer(activity, networks))
+    if announced is not None:
+        services.append(_announcer(announced, networks))
     access = None
     if config.keys:
         access = _access_control(config, core, redis.client if redis else None, clock)
