@@ -3,13 +3,13 @@ what they cost the live fan-out in the same run.
 
 A broker (the dev chain idle, ``--block-time 0``) runs in this process; the receiver
 (:mod:`bench.webhook_sink`, answering 204) and the followers (:mod:`bench.webhook_followers`) in
-processes of their own. Synthetic heads are published
-on the broker's bus at ``RATE`` per second for ``SECONDS`` (2 in the quick mode); ``CLIENTS`` (10)
-WebSocket connections follow ``newHeads`` and time each head from its publication. Each phase: 0
-webhooks (the live fan-out alone), 1, 100 webhooks on ``newHeads``. Reported: deliveries per
-second (from the first publication to the last delivery acknowledged, or to the end of a 30 s
-drain), and the fan-out's latency (p50, p99) beside the phase without webhooks; then the same
-heads in one burst, for the deliveries per second a webhook (and 100) can reach.
+processes of their own. Synthetic heads are published on the broker's bus at ``RATE`` per second
+for ``SECONDS`` (2 in the quick mode); ``CLIENTS`` (10 in the quick mode) WebSocket connections
+follow ``newHeads`` and time each head from its publication. Each phase: 0 webhooks (the live
+fan-out alone), 1, 100 webhooks on ``newHeads``. Reported: deliveries per second (from the first
+publication to the last delivery acknowledged, or to the end of a 30 s drain), and the fan-out's
+latency (p50, p99) beside the phase without webhooks; then the same heads in one burst, for the
+deliveries per second a webhook (and 100) can reach.
 
 ``python -m bench.webhooks [--quick]`` prints the table; ``python -m bench --only webhooks`` (and
 ``make bench``) runs it in a process of its own, the broker pinned to the server's CPUs and the

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 import trio
+from coredis.tokens import PureToken
 
 from broker.redis import RedisClient, RedisFailure
 
@@ -100,8 +101,8 @@ class RedisActivityDemand(ActivityDemand):
             return True
         now_ms = int(self._wall() * 1000)
         # Any announcement that still holds; a failing Redis fails the ingestion's append too.
-        found = await self.client.zrangebyscore(
-            self.key(chain), now_ms, float("inf"), offset=0, count=1
+        found = await self.client.zrange(
+            self.key(chain), now_ms, "+inf", sortby=PureToken.BYSCORE, offset=0, count=1
         )
         return bool(found)
 
