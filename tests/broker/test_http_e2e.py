@@ -260,7 +260,9 @@ async def test_a_client_that_stops_reading_a_big_answer_is_dropped_at_the_write_
                 while request:
                     request = request[await sock.send(request) :]
                 await eventually(lambda: len(deadlines) == 1, "the connection accepted")
-                await eventually(lambda: len(deadlines) == 0, "the unread reply dropped", within=15)
+                await eventually(
+                    lambda: len(deadlines) == 0, "the unread reply dropped", within=15
+                )
                 async with httpx.AsyncClient() as client:  # everyone else is served as before
                     ok = await client.post(
                         node.http_url(), json={"jsonrpc": "2.0", "id": 2, "method": "eth_chainId"}

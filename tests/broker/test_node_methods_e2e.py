@@ -378,7 +378,5 @@ async def test_an_unknown_subscription_type_lists_the_valid_ones(node: RunningBr
     assert reply["error"] == {
         "code": -32601,
         "message": 'no "newPendingHeads" subscription in eth namespace',
-        "data": {
-            "supported": ["newHeads", "logs", "newPendingTransactions", "activity", "transaction"]
-        },
+        "data": {"supported": ["newHeads", "logs", "newPendingTransactions", "activity", "transaction"]},
     }

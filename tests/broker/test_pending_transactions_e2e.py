@@ -83,13 +83,7 @@ async def test_bad_params_and_unsubscribe(node: RunningBroker) -> None:
             }
             unknown = await conn.call("eth_subscribe", ["newPendingTransaction"])
             assert unknown["error"]["data"] == {
-                "supported": [
-                    "newHeads",
-                    "logs",
-                    "newPendingTransactions",
-                    "activity",
-                    "transaction",
-                ]
+                "supported": ["newHeads", "logs", "newPendingTransactions", "activity", "transaction"]
             }
             sub = await conn.result("eth_subscribe", ["newPendingTransactions", False])
             assert await conn.result("eth_unsubscribe", [sub]) is True

@@ -269,11 +269,7 @@ class _Counting(FakeChain):
 
 
 async def test_an_adapter_failing_to_start_closes_those_started_before_it() -> None:
-    first, broken, never = (
-        _Counting(CHAIN),
-        _Counting("eip155:2", fails=True),
-        _Counting("eip155:3"),
-    )
+    first, broken, never = _Counting(CHAIN), _Counting("eip155:2", fails=True), _Counting("eip155:3")
     networks = [Network(f"n{i}", a.chain, a) for i, a in enumerate((first, broken, never))]
     worker = Worker(networks, "redis://127.0.0.1:1/0", maxlen=10)  # Redis is never reached
     with pytest.raises(ConfigError, match="wrong chain"):

@@ -168,3 +168,4 @@ def test_a_batch_reply_is_its_members_in_order_whichever_way_it_is_built(count: 
     assert joined == b"[" + b",".join(members) + b"]"
     assert batch_of_results(list(zip(ids, results, strict=True))) == joined
     assert json.loads(joined) == [json.loads(m) for m in members]
+

@@ -66,6 +66,4 @@ async def test_without_a_websocket_upstream_the_subscription_is_not_offered(
         async with dapp(f"ws://127.0.0.1:{served.port}/ws/v3/dev") as conn:
             refused = await conn.call("eth_subscribe", ["newPendingTransactions"])
         assert refused["error"]["code"] == -32601
-        assert refused["error"]["data"] == {
-            "supported": ["newHeads", "logs", "activity", "transaction"]
-        }
+        assert refused["error"]["data"] == {"supported": ["newHeads", "logs", "activity", "transaction"]}
