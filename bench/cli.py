@@ -29,6 +29,7 @@ from bench.replay import run_replay
 from bench.resume import run_resume
 from bench.solana import run_solana
 from bench.solana_fleet import run_solana_fleet
+from bench.webhooks import run_webhooks
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
@@ -48,6 +49,7 @@ WORKLOADS = (
     "replay",
     "resume",
     "limiter",
+    "webhooks",
 )
 
 
@@ -98,6 +100,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
         "replay",
         "resume",
         "limiter",
+        "webhooks",
         "profiles",
         "memory_profile",
     ):
@@ -235,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     if not only or "resume" in only:
         log("resume: replay to 1,000 reconnecting clients; fan-out with and without cursors")
         results["resume"] = run_resume(settings, log)
+    if not only or "webhooks" in only:
+        log("webhooks: deliveries to a local receiver (1, 100), and their cost to the fan-out")
+        results["webhooks"] = run_webhooks(settings, log)
     if args.memory_profile or (args.memory_profile is None and not args.quick and not only):
         log("memory profile: an idle session connection, line by line")
         try:

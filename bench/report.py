@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.burst import burst_section
+from bench.webhooks import webhooks_section
 
 NODE = "node-ws"
 FORMS = ("scopecast-session", "scopecast-direct")
@@ -577,6 +578,7 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines += burst_section(results.get("burst"), out)
     lines += _solana_section(results.get("solana"))
     lines += _solana_fleet_section(results.get("solana_fleet"), results.get("solana"))
+    lines += webhooks_section(results.get("webhooks"))
     memory = results.get("memory", {})
     if memory:
         lines += [

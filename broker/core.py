@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from broker.activity import ActivityDemand
 from broker.bus import EventBus
 from broker.connections import ConnectionHook, Connections
 from broker.dispatch import Dispatcher
@@ -35,6 +36,9 @@ class Core:
     resume: ResumeKeeper | None
     #: Chain events to the subscribers (its ``start`` is the broker's first service).
     events: EventPath
+    #: Which chains' activity subscriptions want their blocks' transactions (the hub's, and any
+    #: other follower's registered with it: the webhooks').
+    activity: ActivityDemand
 
     def connections(
         self,

@@ -18,6 +18,7 @@ from adapters.base import Follower
 from adapters.evm.blocks import PendingTransaction
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.filters import FilterRegistry
+from broker.activity import ActivityDemand
 from broker.bus import EventBus, MemoryLog, Position
 from broker.events import FamilyEvent, HeadEvent, HubEvent
 from broker.family_codecs import stays_in_process, travelling_codec
@@ -73,8 +74,10 @@ class EventPath:
         family_logs: dict[str, MemoryLog[FamilyEvent]],
         resume: ResumeKeeper | None,
         ingest: bool,
+        activity: ActivityDemand | None = None,
     ) -> None:
-        """``ingest``: this process runs each chain's ingestion (else a worker does, with Redis)."""
+        """``ingest``: this process runs each chain's ingestion (else a worker does, with Redis);
+        ``activity``: which chains' blocks its ingestion fetches with their transactions."""
         self._networks = networks
         self._bus = bus
         self._hub = hub
@@ -84,6 +87,7 @@ class EventPath:
         self._family_logs = family_logs
         self._resume = resume
         self._ingest = ingest
+        self._activity = activity
         #: What makes each chain's family events that need the node (the EVM transaction steps).
         self._followers: dict[str, Follower] = {}
         for network in networks:
@@ -143,6 +147,7 @@ class EventPath:
                         self._bus,
                         self._metrics,
                         delivered=self._hub.delivery.delivered,
+                        activity=self._activity.wanted if self._activity else None,
                     )
                     await nursery.start(ingestion.serve)
                 elif travelling_codec(network) is not None:

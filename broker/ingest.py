@@ -1,22 +1,32 @@
 """Ingestion: an adapter's reported blocks → the head tracker → the bus.
 
 Runs once per chain: inside ``scopecast serve`` without Redis, in ``scopecast worker`` with it.
+While some ``activity`` subscription follows the chain (:class:`broker.activity.ActivityDemand`),
+every block that enters the head tracker is fetched again with its whole transactions
+(``eth_getBlockByHash [hash, true]``, through the adapter), so the block's logs event carries them
+on the bus and a reorganisation removes them with it; otherwise blocks travel without them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
+import msgspec
 import trio
 
-from adapters.evm.blocks import ChainBlock
+from adapters.evm.blocks import ChainBlock, with_transactions
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.heads import Advanced, HeadTracker, NeedParent, NeedRange
 from broker.bus import EventBus
 from broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+#: Times a block's transactions are asked for (a node behind may not know the block yet).
+_BLOCK_ATTEMPTS: Final = 3
+_BLOCK_RETRY_DELAY: Final = 0.25
 
 
 class ChainIngestion:
@@ -30,12 +40,17 @@ class ChainIngestion:
         metrics: Metrics,
         *,
         delivered: Callable[[], Awaitable[None]] | None = None,
+        activity: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         """``delivered``: waits until what was published is delivered (this process's fan-out,
         when the bus is in memory), so that the adapter's next block waits for it, as it did when
-        a fan-out ran in one step: a fan-out's slices leave room for calls, not for more events."""
+        a fan-out ran in one step: a fan-out's slices leave room for calls, not for more events.
+        ``activity``: whether some ``activity`` subscription follows a chain now (then blocks
+        carry their transactions); None: never."""
         self.adapter = adapter
         self._delivered = delivered
+        self._activity = activity
+        self._whole = False  # this block's: fetch the transactions of the blocks it brings
         self.chain = chain
         self.bus = bus
         self.metrics = metrics
@@ -54,6 +69,8 @@ class ChainIngestion:
 
         A long gap is filled a batch at a time, each batch published as soon as it connects.
         """
+        self._whole = self._activity is not None and await self._activity(self.chain)
+        block = await self._with_transactions(block)
         segment = [block]
         while True:
             outcome = self.tracker.offer(segment)
@@ -124,8 +141,40 @@ class ChainIngestion:
         if self._delivered is not None:
             await self._delivered()
 
+    async def _with_transactions(self, block: ChainBlock) -> ChainBlock:
+        """``block`` with its transactions, when activity is followed (else, or when the node
+        cannot say, as it is: its logs still travel, and the failure is logged)."""
+        if not self._whole or block.transactions:
+            return block
+        params = msgspec.Raw(msgspec.json.encode([block.hash, True]))
+        answer: Any = None
+        for attempt in range(_BLOCK_ATTEMPTS):
+            if attempt:
+                # Behind several nodes, the one asked may not have the block yet: ask again.
+                await trio.sleep(_BLOCK_RETRY_DELAY)
+            try:
+                answer = await self.adapter.call(self.chain, "eth_getBlockByHash", params)
+            except Exception as exc:  # the node's failure: this block's transactions are missed
+                answer = exc
+                continue
+            if isinstance(answer, msgspec.Raw):
+                answer = msgspec.json.decode(answer)
+            if answer is not None:
+                break
+        found = with_transactions(block, answer)
+        if found is block:
+            log.warning(
+                "%s: block %d's transactions could not be fetched for activity subscriptions "
+                "(%r); its logs are delivered without them",
+                self.chain,
+                block.number,
+                answer,
+            )
+        return found
+
     async def _fetch_parent(self, need: NeedParent) -> ChainBlock | None:
-        return await self.adapter.fetch_block(self.chain, block_hash=need.block_hash)
+        parent = await self.adapter.fetch_block(self.chain, block_hash=need.block_hash)
+        return None if parent is None else await self._with_transactions(parent)
 
     async def _fetch_range(self, need: NeedRange) -> list[ChainBlock]:
         """The blocks of a catch-up batch, up to the first the adapter cannot produce."""
@@ -134,5 +183,5 @@ class ChainIngestion:
             block = await self.adapter.fetch_block(self.chain, number=number)
             if block is None:
                 break
-            batch.append(block)
+            batch.append(await self._with_transactions(block))
         return batch

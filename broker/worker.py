@@ -44,6 +44,7 @@ from adapters.backoff import Backoff
 from adapters.base import ChainAdapter
 from adapters.evm.blocks import ChainBlock
 from adapters.evm.chain_adapter import BlockSource
+from broker.activity import ActivityDemand, RedisActivityDemand
 from broker.bus import EventBus, EventHandler, Position
 from broker.events import ChainEvent, FamilyEvent, HeadEvent, HubEvent
 from broker.family_codecs import stays_in_process, travelling_codec
@@ -135,8 +136,11 @@ class ChainLeader:
         metrics: Metrics,
         timing: LeaseTiming = DEFAULT_TIMING,
         owner: str | None = None,
+        activity: ActivityDemand | None = None,
     ) -> None:
+        """``activity``: whether blocks must carry their transactions (None: never)."""
         self.bus = bus
+        self.activity = activity
         self.adapter = adapter
         self.chain = chain
         self.metrics = metrics
@@ -226,7 +230,8 @@ class ChainLeader:
             if not isinstance(self.adapter, BlockSource):
                 await self._lead_family(bus)
                 return
-            ingestion = ChainIngestion(self.adapter, self.chain, bus, self.metrics)
+            wanted = self.activity.wanted if self.activity is not None else None
+            ingestion = ChainIngestion(self.adapter, self.chain, bus, self.metrics, activity=wanted)
             await self._resume(ingestion, bus)
             await ingestion.serve()
 
@@ -346,7 +351,10 @@ class ChainLeaders:
         bus: RedisEventBus,
         metrics: Metrics,
         timing: LeaseTiming = DEFAULT_TIMING,
+        *,
+        activity: ActivityDemand | None = None,
     ) -> None:
+        """``activity``: which chains' blocks must carry their transactions (None: none)."""
         self.leaders = []
         for network in networks:
             codec = travelling_codec(network)
@@ -366,7 +374,14 @@ class ChainLeaders:
             elif not isinstance(network.adapter, BlockSource):
                 continue
             self.leaders.append(
-                ChainLeader(bus, network.adapter, network.chain, metrics=metrics, timing=timing)
+                ChainLeader(
+                    bus,
+                    network.adapter,
+                    network.chain,
+                    metrics=metrics,
+                    timing=timing,
+                    activity=activity,
+                )
             )
 
     async def __call__(self, nursery: trio.Nursery) -> None:
@@ -384,13 +399,20 @@ class Worker:
         *,
         maxlen: int,
         timing: LeaseTiming = DEFAULT_TIMING,
+        linger: float = 0.0,
     ) -> None:
+        """``linger``: seconds a chain's blocks still carry their transactions after the last
+        activity subscription goes (the resume window)."""
         self.networks = list(networks)
         self.redis_url = redis_url
         self.client = redis_client(redis_url)
         self.bus = RedisEventBus(self.client, maxlen=maxlen)
         self.metrics = Metrics()
-        self.leaders = ChainLeaders(self.networks, self.bus, self.metrics, timing)
+        #: The activity subscriptions of every process (this one's: its webhooks'), announced.
+        self.activity = RedisActivityDemand(self.client, process_name(), linger=linger)
+        self.leaders = ChainLeaders(
+            self.networks, self.bus, self.metrics, timing, activity=self.activity
+        )
         #: More that runs while Redis is held, started after the leaders (the webhooks' leader).
         self.services: list[Callable[[trio.Nursery], Awaitable[None]]] = []
         self._whole = trio.CancelScope()
@@ -417,6 +439,7 @@ class Worker:
                     with trio.CancelScope() as self._leading:
                         async with trio.open_nursery() as nursery:
                             await self.leaders(nursery)
+                            nursery.start_soon(self.activity.serve_announcer, self._block_chains)
                             for service in self.services:
                                 await service(nursery)
                             task_status.started()
@@ -425,6 +448,10 @@ class Worker:
             with trio.CancelScope(shield=True):
                 for adapter in self._adapters:
                     await adapter.aclose()
+
+    @property
+    def _block_chains(self) -> list[str]:
+        return [n.chain for n in self.networks if isinstance(n.adapter, BlockSource)]
 
     def health(self) -> dict[str, Any]:
         """What the status endpoint's ``/healthz`` says: each chain, led here or standing by."""

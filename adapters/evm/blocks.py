@@ -1,6 +1,7 @@
 """The EVM profile's blocks and chain events: a block as ingestion sees it (number, hash, parent
-hash, the ``newHeads`` header JSON, its logs), and the two events the broker's head tracking makes
-of blocks (a new canonical head; a block's logs, ``removed`` when a reorganisation orphaned it).
+hash, the ``newHeads`` header JSON, its logs, and its transactions while some ``activity``
+subscription wants them), and the two events the broker's head tracking makes of blocks (a new
+canonical head; a block's logs and transactions, ``removed`` when a reorganisation orphaned it).
 
 The events travel through the broker's bus (in memory, or a Redis Stream per chain), so they are
 plain msgspec-encodable values.
@@ -9,7 +10,12 @@ plain msgspec-encodable values.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
+
+import msgspec
+
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,14 +33,56 @@ class LogRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    """One transaction of a canonical block, as ``eth_getBlockByHash`` with whole transactions
+    returns it: ``sender`` and ``recipient`` (None: a contract creation) lowercase ``0x`` hex, kept
+    apart so the broker matches ``activity`` subscriptions without decoding; ``json`` the whole
+    transaction encoded once."""
+
+    sender: str
+    recipient: str | None
+    json: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ChainBlock:
-    """A block as the ingestion side sees it: identity, the ``newHeads`` header JSON, its logs."""
+    """A block as the ingestion side sees it: identity, the ``newHeads`` header JSON, its logs;
+    its transactions only when the ingestion was asked for them (:func:`with_transactions`,
+    while an ``activity`` subscription follows the chain), else none."""
 
     number: int
     hash: str
     parent_hash: str
     header_json: bytes
     logs: tuple[LogRecord, ...] = ()
+    transactions: tuple[TransactionRecord, ...] = ()
+
+    @property
+    def has_activity(self) -> bool:
+        """Whether the block has logs or transactions (then a :class:`LogsEvent` carries them)."""
+        return bool(self.logs or self.transactions)
+
+
+def with_transactions(block: ChainBlock, answer: Any) -> ChainBlock:
+    """``block`` with the transactions of ``answer`` (``eth_getBlockByHash [hash, true]``, decoded);
+    ``block`` as it is when the answer is not that block with whole transactions (None: the
+    node lost it to a reorganisation; the head tracking sees that on its own)."""
+    if not isinstance(answer, dict) or answer.get("hash") != block.hash:
+        return block
+    found = answer.get("transactions")
+    if not isinstance(found, list):
+        return block
+    records = []
+    for tx in found:
+        if not isinstance(tx, dict) or not isinstance(tx.get("from"), str):
+            return block  # hashes only: the node ignored "whole transactions"
+        to = tx.get("to")
+        records.append(
+            TransactionRecord(
+                tx["from"].lower(), to.lower() if isinstance(to, str) else None, _encode(tx)
+            )
+        )
+    return replace(block, transactions=tuple(records))
 
 
 BlockHandler = Callable[[ChainBlock], Awaitable[None]]
@@ -52,7 +100,8 @@ class HeadEvent:
 
 @dataclass(frozen=True, slots=True)
 class LogsEvent:
-    """The logs of a block of ``chain``: now canonical, or ``removed`` by a reorganisation."""
+    """The logs of a block of ``chain`` (and its transactions, when the ingestion fetched them):
+    now canonical, or ``removed`` by a reorganisation."""
 
     chain: str
     block: ChainBlock

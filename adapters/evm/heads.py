@@ -6,8 +6,8 @@ each report to it by parent hash. When the parent is unknown it asks the caller 
 (:class:`NeedParent`); the caller fetches it from the adapter and offers the longer segment again. A gap
 longer than one backfill batch is filled forwards instead, a batch at a time (:class:`NeedRange`), so
 the segment held in memory stays bounded however long the gap.
-Once connected, it emits, in order: the orphaned blocks' logs as removed (oldest first), then for each
-new block its head and its logs. Every height is emitted once. What cannot be connected is reported
+Once connected, it emits, in order: the orphaned blocks' logs (and transactions, where fetched) as
+removed (oldest first), then for each new block its head and its logs (and transactions). Every height is emitted once. What cannot be connected is reported
 (the caller logs and counts it), never silent: a reorganisation whose fork point is out of reach
 (:attr:`Advanced.deep_reorg`: deeper than the window, or its blocks could not be fetched), and
 heights given up on (:attr:`Advanced.skipped`: a gap longer than ``max_catch_up``, or blocks the
@@ -136,7 +136,7 @@ class HeadTracker:
         orphaned = [b for b in self._blocks if b.number >= first]
         self._reset()
         events: list[ChainEvent] = [
-            LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
+            LogsEvent(self.chain, block, removed=True) for block in orphaned if block.has_activity
         ]
         events.extend(self._extend(segment).events)
         if not orphaned:
@@ -148,7 +148,7 @@ class HeadTracker:
         for block in segment:
             self._push(block)
             events.append(HeadEvent(self.chain, block))
-            if block.logs:
+            if block.has_activity:
                 events.append(LogsEvent(self.chain, block, removed=False))
         return Advanced(events)
 
@@ -161,7 +161,7 @@ class HeadTracker:
             orphaned.append(block)
         orphaned.reverse()
         events: list[ChainEvent] = [
-            LogsEvent(self.chain, block, removed=True) for block in orphaned if block.logs
+            LogsEvent(self.chain, block, removed=True) for block in orphaned if block.has_activity
         ]
         events.extend(self._extend(segment).events)
         return Advanced(events, reorg_depth=len(orphaned), fork_height=fork_number + 1)

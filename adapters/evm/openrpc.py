@@ -353,7 +353,8 @@ _stream_doc = MethodDoc.of
 #: notification they send (a method doc without a result).
 STREAM_METHODS: Final[dict[str, MethodDoc]] = {
     "eth_subscribe": _stream_doc(
-        "Subscribe to newHeads, logs, activity (logs naming an address) or transaction (one "
+        "Subscribe to newHeads, logs, activity (logs naming an address and transactions from "
+        'or to it, each {"kind", "removed", "log" | "transaction"}) or transaction (one '
         "transaction's steps) (WebSocket only; over HTTP -32601 notifications not supported); "
         "answers the subscription id",
         (

@@ -1,9 +1,10 @@
 """The EVM profile's subscriptions, sans-io: ``eth_subscribe`` ``newHeads``, ``logs``, where
 the adapter follows its pool ``newPendingTransactions`` (geth's params and errors), ``activity``
-(scopecast's: every log naming an address, as emitter or topic) and ``transaction`` (one
-transaction's life), log filters indexed by address, else by first topic, else in a short list of
-catch-alls (so a log is checked only against filters that can match it), and the ``removed``
-replay of logs a reorganisation orphaned.
+(scopecast's: every log naming an address, as emitter or topic, and every transaction from or to
+it, in one shape: :func:`activity_payload`) and ``transaction`` (one transaction's life), log
+filters indexed by address, else by first topic, else in a short list of catch-alls (so a log is
+checked only against filters that can match it), and the ``removed`` replay of logs (and
+transactions) a reorganisation orphaned.
 
 The broker's subscription hub (chain-neutral) keeps ids, connections, session scoping and cursors;
 it serves this family as it serves Solana's (:class:`adapters.base.SubscriptionFamily`), over the
@@ -56,6 +57,13 @@ _ADDRESS: Final = re.compile(r"\A0x[0-9a-fA-F]{40}\Z")
 _PADDING: Final = "0x" + "0" * 24
 _REMOVED_FALSE: Final = b'"removed":false'
 _REMOVED_TRUE: Final = b'"removed":true'
+#: The start of an ``activity`` notification's ``result``, by kind and ``removed``.
+_ACTIVITY_HEADS: Final = {
+    (kind, removed): b'{"kind":"%s","removed":%s,"%s":'
+    % (kind.encode(), b"true" if removed else b"false", kind.encode())
+    for kind in ("log", "transaction")
+    for removed in (False, True)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +150,20 @@ def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher | Trans
 def log_payload(log_json: bytes, removed: bool) -> bytes:
     """A log's JSON as sent: ``"removed": true`` when a reorganisation orphaned its block."""
     return log_json.replace(_REMOVED_FALSE, _REMOVED_TRUE, 1) if removed else log_json
+
+
+def activity_payload(kind: str, item_json: bytes, removed: bool) -> bytes:
+    """An ``activity`` notification's ``result``: ``{"kind": "log" | "transaction", "removed",
+    "log" | "transaction": {...}}``, the log as ``logs`` sends it (its own ``removed`` too), the
+    transaction as ``eth_getTransactionByHash`` gives a mined one. ``removed``: a reorganisation
+    took its block away."""
+    return b"".join((_ACTIVITY_HEADS[kind, removed], item_json, b"}"))
+
+
+def follows_activity(index: SubscriptionIndex[Any] | None) -> bool:
+    """Whether ``index`` (a chain's subscriptions) holds an ``activity`` subscription: then the
+    chain's blocks must carry their transactions."""
+    return isinstance(index, EvmIndex) and bool(index.activity)
 
 
 _Bucket = dict[LogCriteria, dict[S, None]]
@@ -261,6 +283,18 @@ class EvmIndex(SubscriptionIndex[S]):
             return
         if not isinstance(event, LogsEvent):
             return
+        removed = event.removed
+        if self.activity:
+            # A block's transactions come first (only while some activity subscription exists
+            # does the ingestion fetch them), each once per address it is from or to.
+            for tx in event.block.transactions:
+                named = {tx.sender} if tx.recipient is None else {tx.sender, tx.recipient}
+                payload = b""
+                for each in named:
+                    followers = self.activity.get(each)
+                    if followers:
+                        payload = payload or activity_payload("transaction", tx.json, removed)
+                        yield followers, payload
         for log in event.block.logs:
             address, topics = log.address, log.topics
             groups = [g for c, g in self.catch_all.items() if c.matches(address, topics)]
@@ -271,16 +305,19 @@ class EvmIndex(SubscriptionIndex[S]):
                 bucket = self.by_topic0.get(topics[0])
                 if bucket:
                     groups.extend([g for c, g in bucket.items() if c.matches(address, topics)])
-            if self.activity:
-                groups.extend(self._followers(address, topics))
-            if not groups:
+            followed = list(self._followers(address, topics)) if self.activity else []
+            if not groups and not followed:
                 continue
             # A subscription is in one bucket only, and a log has one address and first topic:
             # no subscription is in two groups. Each group is yielded itself (the same object for
             # every log it matches), so the broker can gather a block's logs per group.
-            payload = log_payload(log.json, event.removed)
+            payload = log_payload(log.json, removed)
             for group in groups:
                 yield group, payload
+            if followed:
+                wrapped = activity_payload("log", payload, removed)
+                for followers in followed:
+                    yield followers, wrapped
 
     def ended(self, event: object) -> Iterable[S]:
         """A transaction's last step ends its subscription."""

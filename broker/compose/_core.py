@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from adapters.evm.filters import FilterRegistry
+from adapters.evm.subscriptions import follows_activity
 from broker import stream_methods
+from broker.activity import ActivityDemand
 from broker.app import Broker
 from broker.bus import EventBus, MemoryBus
 from broker.chain_calls import CachedChainCalls
@@ -36,11 +38,14 @@ def build_core(
     process_id: str = "",
     changes: SessionChangeBus | None = None,
     operator_api: bool = False,
+    activity: ActivityDemand | None = None,
 ) -> Core:
     """The core of ``networks``: events from ``bus`` (default: in memory), ingested here if
     ``ingest`` (else a worker does, with Redis); resume records in ``resume_store`` (default: in
     memory), naming ``process_id``, replaying the session ``changes`` (None: no sessions);
-    ``operator_api``: ``rpc.discover`` lists the operator API's methods."""
+    ``operator_api``: ``rpc.discover`` lists the operator API's methods; ``activity``: where the
+    hub's activity subscriptions are counted (default: in this process, lingering for the
+    resume window)."""
     metrics = Metrics()
     cache = ResponseStore(limits.response_cache) if limits.response_cache else None
     dispatcher = Dispatcher(networks, metrics, cache=CachedChainCalls(cache))
@@ -49,6 +54,8 @@ def build_core(
     window = limits.resume_window
     bus = bus or MemoryBus(window=window)
     hub = SubscriptionHub(metrics)
+    activity = activity or ActivityDemand(linger=window)
+    activity.follow(lambda chain: follows_activity(hub.index(chain)))
     # The chain families' events (Solana's) travel on the bus, or stay in this process (a log
     # per chain) when the family cannot encode them.
     family_logs = chain_families(networks, hub, bus, window=window, ingest=ingest)
@@ -77,6 +84,7 @@ def build_core(
         family_logs=family_logs,
         resume=resume,
         ingest=ingest,
+        activity=activity,
     )
     return Core(
         networks=networks,
@@ -87,6 +95,7 @@ def build_core(
         bus=bus,
         resume=resume,
         events=events,
+        activity=activity,
     )
 
 

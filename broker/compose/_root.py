@@ -13,6 +13,7 @@ from datetime import timedelta
 import trio
 
 from adapters.base import NetworkSpec
+from adapters.evm.chain_adapter import BlockSource
 from broker.access import (
     REFRESH_METHOD,
     AccessControl,
@@ -21,6 +22,7 @@ from broker.access import (
     RedisLimiter,
     key_policies,
 )
+from broker.activity import ActivityDemand, RedisActivityDemand
 from broker.admin import AdminApi
 from broker.app import Broker, Service
 from broker.approvals import ApprovalPolicy
@@ -118,6 +120,17 @@ class _RedisBackends:
 # -- end of Redis -------------------------------------------------------------------------------
 
 
+def _announcer(activity: RedisActivityDemand, networks: Networks) -> Service:
+    """The service that tells the chains' ingestion, through Redis, which chains this process's
+    activity subscriptions follow (README "Webhooks")."""
+    chains = [n.chain for n in networks if isinstance(n.adapter, BlockSource)]
+
+    async def start(nursery: trio.Nursery) -> None:
+        nursery.start_soon(activity.serve_announcer, chains)
+
+    return start
+
+
 def _limits(server: ServerConfig) -> Limits:
     return Limits(
         http_body=server.max_body_bytes,
@@ -212,6 +225,10 @@ def build_broker(
     api_keys = [*api_keys, *(name for name in config.keys if name not in api_keys)]
     process_id = uuid.uuid4().hex  # this process, in session changes and resume records
     changes = redis.changes if redis else MemoryChangeBus()
+    window = server.resume_window
+    # Which chains' blocks carry their transactions: with Redis, announced to the worker.
+    announced = RedisActivityDemand(redis.client, process_name(), linger=window) if redis else None
+    activity = announced or ActivityDemand(linger=window)
     core = build_core(
         networks,
         _limits(server),
@@ -221,6 +238,7 @@ def build_broker(
         process_id=process_id,
         changes=changes,
         operator_api=True,
+        activity=activity,
     )
     policy = ApprovalPolicy(
         given.approval or server.approval, timeout=server.approval_timeout, clock=clock
@@ -255,7 +273,11 @@ def build_broker(
         core.hub.share_interest = sharing.include
         services.append(sharing.start)
         if given.role == "all":  # this process competes for the chains' leases like a worker
-            services.append(ChainLeaders(list(networks), redis.bus, core.metrics))
+            services.append(
+                ChainLeaders(list(networks), redis.bus, core.metrics, activity=activity)
+            )
+    if announced is not None:
+        services.append(_announcer(announced, networks))
     access = None
     if config.keys:
         access = _access_control(config, core, redis.client if redis else None, clock)
@@ -268,11 +290,11 @@ def build_broker(
         services.append(redis.repair_after_loss(sessions, core.resume, access))
     webhooks: WebhookOperations | None = None
     if redis is None:  # one process: it delivers them too
-        local = local_webhooks(core.bus, list(networks), server)
+        local = local_webhooks(core.bus, list(networks), server, activity)
         services.append(local.start)
         webhooks = local
     else:
-        shared = redis_webhooks(redis.client, list(networks), server)
+        shared = redis_webhooks(redis.client, list(networks), server, activity)
         webhooks = shared.shared
         if given.role == "all":  # this process competes for their lease like a worker
             services.append(shared.leader)

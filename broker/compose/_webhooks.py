@@ -4,11 +4,14 @@ process may deliver (``serve --role all`` and the worker), the leader that deliv
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from adapters.base import SubscriptionFamily
 from adapters.evm.chain_adapter import BlockSource
+from adapters.evm.subscriptions import follows_activity
+from broker.activity import ActivityDemand
 from broker.bus import EventBus
 from broker.config import ServerConfig
 from broker.event_path import node_call
@@ -56,22 +59,33 @@ def _service(
     networks: Sequence[Network],
     store: MemoryWebhookStore | RedisWebhookStore,
     server: ServerConfig,
+    activity: ActivityDemand,
 ) -> WebhookService:
     chains = _on_bus(networks)
-    return WebhookService(
+    service = WebhookService(
         bus,
         {chain: family for chain, (_, family) in chains.items()},
         store,
         webhook_settings(server),
         calls={chain: node_call(network) for chain, (network, _) in chains.items()},
     )
+    # Its activity webhooks count while it lives (a deliverer's service lasts one lease term).
+    index = weakref.WeakMethod(service.index)
+
+    def follows(chain: str) -> bool:
+        found = index()
+        return found is not None and follows_activity(found(chain))
+
+    activity.follow(follows)
+    return service
 
 
 def local_webhooks(
-    bus: EventBus, networks: Sequence[Network], server: ServerConfig
+    bus: EventBus, networks: Sequence[Network], server: ServerConfig, activity: ActivityDemand
 ) -> WebhookService:
-    """One process's webhooks, in memory, delivered by it."""
-    return _service(bus, networks, MemoryWebhookStore(), server)
+    """One process's webhooks, in memory, delivered by it; their activity subscriptions
+    counted in ``activity``."""
+    return _service(bus, networks, MemoryWebhookStore(), server, activity)
 
 
 @dataclass(frozen=True)
@@ -83,11 +97,15 @@ class RedisWebhooks:
 
 
 def redis_webhooks(
-    client: RedisClient, networks: Sequence[Network], server: ServerConfig
+    client: RedisClient,
+    networks: Sequence[Network],
+    server: ServerConfig,
+    activity: ActivityDemand,
 ) -> RedisWebhooks:
     """The webhooks of ``networks`` in the Redis of ``client``. Their bus reads the chains'
     streams back as far as a delivery is retried (``webhook_retry_for``), within what the
-    streams keep (``stream_maxlen``)."""
+    streams keep (``stream_maxlen``). The activity subscriptions of those delivered here count
+    in ``activity``."""
     store = RedisWebhookStore(client)
     bus = RedisEventBus(client, maxlen=server.stream_maxlen, window=server.webhook_retry_for)
     for network in networks:
@@ -99,7 +117,7 @@ def redis_webhooks(
     leader = WebhookLeader(
         client,
         store,
-        lambda: _service(bus, networks, store, server),
+        lambda: _service(bus, networks, store, server, activity),
         lease_key=store.lease,
         sync_every=webhook_settings(server).flush_every,
     )

@@ -26,7 +26,9 @@ def build_worker(
         url,
         maxlen=config.server.stream_maxlen,
         timing=timing,
+        linger=config.server.resume_window,
     )
     # The worker competes for the webhooks' lease too (README "Webhooks").
-    worker.services.append(redis_webhooks(worker.client, worker.networks, config.server).leader)
+    webhooks = redis_webhooks(worker.client, worker.networks, config.server, worker.activity)
+    worker.services.append(webhooks.leader)
     return worker

@@ -120,12 +120,12 @@ def decode_family_event(
 
 
 def completes(event: HubEvent) -> ChainBlock | None:
-    """The block whose events end with ``event`` (its head when it has no logs, else its logs);
-    None for a family's event (a family chain has no published head)."""
+    """The block whose events end with ``event`` (its head when it has no logs or transactions,
+    else its logs event); None for a family's event (a family chain has no published head)."""
     if isinstance(event, FamilyEvent):
         return None
     if isinstance(event, HeadEvent):
-        return None if event.block.logs else event.block
+        return None if event.block.has_activity else event.block
     return None if event.removed else event.block
 
 

@@ -157,6 +157,10 @@ class WebhookService:
 
     # -- running --------------------------------------------------------------------------------
 
+    def index(self, chain: str) -> SubscriptionIndex[Any] | None:
+        """The subscriptions of the webhooks on ``chain`` (None before the first)."""
+        return self._indexes.get(chain)
+
     async def start(self, nursery: trio.Nursery) -> None:
         """Follow the chains' events and deliver every stored webhook, in ``nursery``."""
         self._nursery = nursery

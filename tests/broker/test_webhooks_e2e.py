@@ -240,8 +240,9 @@ async def test_activity_follows_the_logs_that_name_an_address() -> None:
             )
             assert bad["error"]["code"] == -32602
     (only,) = [r.body["notification"]["params"]["result"] for r in receiver.accepted]
-    assert only["transactionHash"] == mine_tx
-    assert only["topics"][2] == "0x" + "0" * 24 + watched[2:]
+    assert (only["kind"], only["removed"]) == ("log", False)
+    assert only["log"]["transactionHash"] == mine_tx
+    assert only["log"]["topics"][2] == "0x" + "0" * 24 + watched[2:]
 
 
 def readme_receiver() -> str:

@@ -6,12 +6,20 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import GroupedIndex
-from adapters.evm.blocks import ChainBlock, HeadEvent, LogRecord, LogsEvent
+from adapters.evm.blocks import (
+    ChainBlock,
+    HeadEvent,
+    LogRecord,
+    LogsEvent,
+    TransactionRecord,
+    with_transactions,
+)
 from adapters.evm.subscriptions import (
     EVM_SUBSCRIPTIONS,
     NEW_HEADS,
     EvmIndex,
     EvmMatcher,
+    follows_activity,
     parse_subscribe,
 )
 from schemas.errors import ServerError
@@ -157,3 +165,62 @@ def test_the_default_index_renders_once_per_group() -> None:
 @pytest.mark.parametrize("params", [["newHeads"], ["logs", {"address": A}]])
 def test_a_matcher_keys_alike_subscriptions_alike(params: list[object]) -> None:
     assert parse_subscribe(params).key == parse_subscribe(list(params)).key
+
+
+def test_activity_gets_a_block_s_transactions_then_its_logs_each_once_per_subscription() -> None:
+    to_b = TransactionRecord(A, B, b'{"hash":"0x1"}')
+    to_self = TransactionRecord(A, A, b'{"hash":"0x2"}')
+    creation = TransactionRecord(B, None, b'{"hash":"0x3"}')
+    block = ChainBlock(
+        1,
+        "0x" + "01" * 32,
+        "0x" + "00" * 32,
+        b"{}",
+        (_log("0x" + "cc" * 20, T1, "0x" + "0" * 24 + A[2:]),),
+        (to_b, to_self, creation),
+    )
+    index = _index(a=["activity", {"address": A}], b=["activity", {"address": B}])
+    found = [
+        (sorted(group), payload)
+        for group, payload in index.matching(LogsEvent(CHAIN, block, False))
+    ]
+    first = b'{"kind":"transaction","removed":false,"transaction":{"hash":"0x1"}}'
+    # A transfer from A to B: A's subscription and B's, in either order, once each.
+    assert sorted(found[:2]) == [(["a"], first), (["b"], first)]
+    assert found[2:] == [
+        (["a"], b'{"kind":"transaction","removed":false,"transaction":{"hash":"0x2"}}'),
+        (["b"], b'{"kind":"transaction","removed":false,"transaction":{"hash":"0x3"}}'),
+        (
+            ["a"],
+            b'{"kind":"log","removed":false,"log":{"address":"0x%s","removed":false}}'
+            % (b"cc" * 20),
+        ),
+    ]
+    removed = [payload for _, payload in index.matching(LogsEvent(CHAIN, block, True))]
+    assert removed[0] == b'{"kind":"transaction","removed":true,"transaction":{"hash":"0x1"}}'
+    assert removed[-1].endswith(b'"removed":true}}')  # the log's own member too
+    assert follows_activity(index)
+    index.remove("a", parse_subscribe(["activity", {"address": A}]))
+    index.remove("b", parse_subscribe(["activity", {"address": B}]))
+    assert not follows_activity(index)
+    assert list(index.matching(LogsEvent(CHAIN, block, False))) == []
+
+
+def test_a_block_answer_with_whole_transactions_gives_the_block_its_records() -> None:
+    block = _block()
+    answer = {
+        "hash": block.hash,
+        "transactions": [
+            {"hash": "0x1", "from": A.upper().replace("0X", "0x"), "to": B},
+            {"hash": "0x2", "from": B, "to": None},
+        ],
+    }
+    found = with_transactions(block, answer)
+    assert [(t.sender, t.recipient) for t in found.transactions] == [(A, B), (B, None)]
+    assert found.has_activity
+    assert not block.has_activity
+    assert b'"hash":"0x1"' in found.transactions[0].json
+    # Another block (a reorganisation in between), hashes only, or nothing: left as it was.
+    assert with_transactions(block, {**answer, "hash": "0x" + "ff" * 32}) is block
+    assert with_transactions(block, {"hash": block.hash, "transactions": ["0x1"]}) is block
+    assert with_transactions(block, None) is block
