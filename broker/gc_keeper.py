@@ -1,7 +1,7 @@
 """Short garbage collections in a process that holds thousands of connections.
 
-A full collection scans every object the collector tracks: about 70 per idle session connection,
-so at 2,500 connections a full collection paused every connection for 200 ms and more (the
+A full collection scans every object the collector tracks: about 36 per idle dapp connection (a
+session and a subscription; 65 before they were cut), so at 2,500 connections a full collection paused every connection for 200 ms and more (the
 soak's figure). Almost none of those objects is ever freed by the collector: a connection that
 ends is freed by reference counting (it leaves no cycle: ``tests/broker/test_gc_keeper.py``). So
 the keeper collects what is new and then freezes it (``gc.freeze()``), at start-up and every
