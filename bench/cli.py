@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import payloads, report
-from bench.burst import run_burst
+from bench.burst import prepare_before, run_burst
+from bench.churn import run_churn
 from bench.http_wrk import run_http
 from bench.limiter import run_limiter
 from bench.procs import ROOT, ChildError
@@ -33,6 +34,7 @@ from bench.webhooks import run_webhooks
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
+    before_systems,
     memory_profile,
     run_devchain,
     run_fanout_systems,
@@ -42,6 +44,7 @@ DEFAULT_OUT = ROOT / "docs" / "benchmarks"
 WORKLOADS = (
     "fanout",
     "burst",
+    "churn",
     "solana",
     "solana-fleet",
     "devchain",
@@ -92,6 +95,7 @@ def merge(previous: dict[str, Any], partial: dict[str, Any], only: list[str]) ->
     merged.pop("http", None)  # the Python load generator's HTTP figures (replaced by wrk's)
     for key in (
         "burst",
+        "churn",
         "fanout_reference",
         "solana",
         "solana_fleet",
@@ -164,8 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument(
         "--before",
         type=Path,
-        help="the burst workload also measures scopecast as built from this source tree "
-        "(`git archive REV | tar -x -C TREE`), trial by trial beside this one",
+        help="the burst and churn workloads and the idle memory of the session and dapp "
+        "connections also measure scopecast as built from this source tree "
+        "(`git archive REV | tar -x -C TREE`), beside this one in the same run",
     )
     args = cli.parse_args(argv)
 
@@ -211,10 +216,15 @@ def main(argv: list[str] | None = None) -> None:
         },
     }
     fanout_systems = [s for s in FANOUT_SYSTEMS if not only or "fanout" in only or s.key in only]
+    if args.before is not None:
+        fanout_systems = before_systems(fanout_systems, prepare_before(args.before))
     results.update(run_fanout_systems(fanout_systems, settings, log, ("heads", "logs")))
     if not only or "burst" in only:
         log("bursts: 5,000 subscribers to one contract, 2 transactions of 50 logs")
         results["burst"] = run_burst(settings, log, before=args.before)
+    if not only or "churn" in only:
+        log("churn: GC pauses in a server holding dapp connections that come and go")
+        results["churn"] = run_churn(settings, log, before=args.before)
     if not only or "solana" in only:
         log("Solana: slot and account notifications, direct and in sessions")
         results["solana"] = run_solana(settings, log)

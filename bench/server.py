@@ -220,6 +220,8 @@ async def _control(broker: Broker) -> None:
                     "full_collection_ms": round((time.perf_counter() - started) * 1000, 1),
                     "tracked_objects": len(gc.get_objects()),
                     "frozen_objects": gc.get_freeze_count(),
+                    # what the collector tracks, frozen or not
+                    "gc_objects": len(gc.get_objects()) + gc.get_freeze_count(),
                 }
             )
         elif name == "trace":

@@ -51,6 +51,13 @@ def invoke(method: str, params: list[Any], scope: str = SCOPE) -> list[Any]:
     ]
 
 
+#: A dapp's connection: a session, then a subscription in it (with an Origin of its own).
+DAPP_SCRIPT: list[list[Any]] = [
+    ["wallet_createSession", SESSION_REQUEST],
+    invoke("eth_subscribe", HEADS_PARAMS),
+]
+
+
 @dataclass
 class Settings:
     """How much to measure (quick mode: fewer and shorter rounds, same methods)."""
@@ -169,8 +176,10 @@ def profiling(settings: Settings, pid: int, name: str) -> Iterator[None]:
 
 
 def start_scopecast(
-    mode: str, *, cache: bool = True, resume: bool = True
+    mode: str, *, cache: bool = True, resume: bool = True, tree: Path | None = None
 ) -> Callable[[Settings, str], Child]:
+    """``tree``: another source tree to run (``--before``; default this one)."""
+
     def start(settings: Settings, name: str) -> Child:
         argv = [PYTHON, "-m", "bench.server", mode]
         if not settings.gc_freeze:
@@ -179,7 +188,7 @@ def start_scopecast(
             argv.append("--no-response-cache")
         if not resume:
             argv.append("--no-resume")
-        return Child(name, argv, cpus=settings.server_cpus, log_dir=settings.run_dir)
+        return Child(name, argv, cpus=settings.server_cpus, log_dir=settings.run_dir, cwd=tree)
 
     return start
 
@@ -216,6 +225,20 @@ FANOUT_SYSTEMS = [
         },
         unsubscribe=[invoke("eth_unsubscribe", ["$sub"])],
         origin="https://dapp",
+    ),
+    # Memory only: what a dapp's connection holds (its own Origin, a session, a subscription).
+    FanoutSystem(
+        key="scopecast-dapp",
+        label="scopecast, dapp connection",
+        memory_label="scopecast, dapp connection: own Origin, session, subscription",
+        start=start_scopecast("synthetic"),
+        path="/ws/v3/dev",
+        method="wallet_notify",
+        idle_script=DAPP_SCRIPT,
+        subscribe={},
+        unsubscribe=[],
+        origin="https://dapp",
+        kinds=(),
     ),
     FanoutSystem(
         key="scopecast-direct",
@@ -254,6 +277,30 @@ FANOUT_SYSTEMS = [
         unsubscribe=[],
     ),
 ]
+
+
+#: The systems whose idle memory ``--before TREE`` also measures, as built from that tree.
+MEMORY_BEFORE = ("scopecast-dapp", "scopecast-session")
+
+
+def before_systems(systems: list[FanoutSystem], tree: Path) -> list[FanoutSystem]:
+    """``systems`` with, after each of :data:`MEMORY_BEFORE`, the same connections held by
+    scopecast as built from ``tree`` (memory only), so that both are measured in one sitting."""
+    out: list[FanoutSystem] = []
+    for system in systems:
+        out.append(system)
+        if system.key in MEMORY_BEFORE:
+            out.append(
+                replace(
+                    system,
+                    key=f"{system.key}-before",
+                    label=f"{system.label} (before)",
+                    memory_label=f"{system.memory_label} (before)",
+                    start=start_scopecast("synthetic", tree=tree),
+                    kinds=(),
+                )
+            )
+    return out
 
 
 class LoadGenerators:
@@ -426,7 +473,7 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
     try:
         port = server.wait_ready()
         loadgens = LoadGenerators(settings, system.key)
-        _settle(server, 0)
+        tracked_before = _settle(server, 0).get("gc_objects")
         time.sleep(settings.settle_seconds)
         baseline = rss_kib(server.pid)
         opened = 0
@@ -454,6 +501,11 @@ def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[s
                     },
                 }
             )
+            if tracked_before is not None and "gc_objects" in settled:
+                # Frozen or not: what a full collection without gc.freeze() would visit.
+                memory[-1]["gc_objects_per_connection"] = round(
+                    (settled["gc_objects"] - tracked_before) / size, 1
+                )
             log(
                 f"  {system.key}: {size} idle connections, {memory[-1]['kib_per_connection']} KiB each"
             )

@@ -11,6 +11,7 @@ while it starts :mod:`broker.start_up`.
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
     from broker.session_service import SessionService
 
 log = logging.getLogger(__name__)
+
+#: accept() failures that wait for resources (file descriptors, memory) instead of ending the loop.
+_ACCEPT_CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_RETRY: Final = 0.1
 
 DEV_API_KEY: Final = "dev"
 NOT_FOUND: Final = (
@@ -258,7 +263,27 @@ class Broker:
         accepting: trio.CancelScope,
     ) -> None:
         with accepting:
-            await trio.serve_listeners(self._handle, listeners, handler_nursery=handlers)
+            async with trio.open_nursery() as loops:
+                for listener in listeners:
+                    loops.start_soon(self._accept_on, listener, handlers)
+
+    async def _accept_on(self, listener: trio.SocketListener, handlers: trio.Nursery) -> None:
+        """Accept on ``listener`` (closed when this ends) until cancelled. Each connection's task
+        runs :meth:`_handle` itself, which closes its stream: trio.serve_listeners would wrap it
+        in a coroutine of its own, kept as long as the connection lives (224 bytes per idle
+        WebSocket)."""
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _ACCEPT_CAPACITY:
+                        raise
+                    # Out of file descriptors or memory: the pending clients wait in the backlog.
+                    log.error("accept failed (%s): waiting %g s", exc, _ACCEPT_RETRY)
+                    await trio.sleep(_ACCEPT_RETRY)
+                    continue
+                handlers.start_soon(self._handle, stream)
 
     async def _handle(self, stream: trio.SocketStream, respond: Responder | None = None) -> None:
         """One TCP connection, answered by ``respond`` (default: :meth:`respond`, the broker)."""
@@ -278,7 +303,11 @@ class Broker:
                 json_lines=ANY_ORIGIN_LINES,
             )
             if takeover is not None:
-                await takeover.upgrade(stream, takeover.trailing)
+                running = takeover.upgrade(stream, takeover.trailing)
+                # The coroutine holds what it needs: the takeover (and the upgrade's callable)
+                # would otherwise live as long as the connection.
+                takeover = None
+                await running
         except Exception:
             log.exception("connection handler failed")
         finally:

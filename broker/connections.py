@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from itertools import islice
 from typing import Final
 from urllib.parse import unquote
@@ -69,6 +70,9 @@ class Connections:
         self._connect_hooks = tuple(on_connect)
         self._disconnect_hooks = tuple(on_disconnect)
         self._handlers: trio.Nursery | None = None
+        # Bound once: every connection holds these same two objects, not two of its own.
+        self._on_slow_consumer: ConnectionHook = self._slow_consumer
+        self._settle = resume.settle if resume is not None else None
 
     def __len__(self) -> int:
         return len(self._open)
@@ -101,41 +105,52 @@ class Connections:
         return self._session(accept, context, resume_from)
 
     def _session(self, accept: bytes, context: CallContext, resume_from: str | None) -> Upgrade:
-        async def run(stream: trio.SocketStream, trailing: bytes) -> None:
-            assert self._handlers is not None, "run_in() comes before the first connection"
-            await stream.send_all(accept)
-            conn = WebSocketConnection(
-                stream,
-                self._handlers,
-                self._dispatcher,
-                context,
-                self._limits,
-                on_slow_consumer=self._slow_consumer,
-                settle=self._resume.settle if self._resume is not None else None,
-            )
-            self._open.add(conn)
-            self._metrics.connections.inc()
-            try:
-                if resume_from is not None:
-                    if self._resume is not None:
-                        await self._resume.resume(conn, resume_from)
-                    else:
-                        conn.send_message(resumed_message(0, False))
-                # No await since the resume's last read: the hooks see every later change.
-                for hook in self._connect_hooks:
-                    hook(conn)
-                await conn.run(trailing)
-            finally:
-                try:
-                    if self._resume is not None:  # before _forget ends its subscriptions
-                        # Not shielded: a cancelled broker skips it (the record written at the
-                        # last subscription change stands, for longer).
-                        with trio.move_on_after(_RELEASE_TIMEOUT):
-                            await self._resume.release(conn)
-                finally:
-                    self._forget(conn)
+        # A partial of a method, not a closure: the caller drops it once the connection's
+        # coroutine is made, which keeps none of it (a closure and its cells lived as long as
+        # the connection, with the handshake's answer).
+        return partial(self._run, accept, context, resume_from)
 
-        return run
+    async def _run(
+        self,
+        accept: bytes,
+        context: CallContext,
+        resume_from: str | None,
+        stream: trio.SocketStream,
+        trailing: bytes,
+    ) -> None:
+        assert self._handlers is not None, "run_in() comes before the first connection"
+        await stream.send_all(accept)
+        del accept  # an idle connection's frame keeps no handshake answer
+        conn = WebSocketConnection(
+            stream,
+            self._handlers,
+            self._dispatcher,
+            context,
+            self._limits,
+            on_slow_consumer=self._on_slow_consumer,
+            settle=self._settle,
+        )
+        self._open.add(conn)
+        self._metrics.connections.inc()
+        try:
+            if resume_from is not None:
+                if self._resume is not None:
+                    await self._resume.resume(conn, resume_from)
+                else:
+                    conn.send_message(resumed_message(0, False))
+            # No await since the resume's last read: the hooks see every later change.
+            for hook in self._connect_hooks:
+                hook(conn)
+            await conn.run(trailing)
+        finally:
+            try:
+                if self._resume is not None:  # before _forget ends its subscriptions
+                    # Not shielded: a cancelled broker skips it (the record written at the
+                    # last subscription change stands, for longer).
+                    with trio.move_on_after(_RELEASE_TIMEOUT):
+                        await self._resume.release(conn)
+            finally:
+                self._forget(conn)
 
     # -- while open -------------------------------------------------------------------------------
 

@@ -110,7 +110,7 @@ class FeedPositions:
     def snapshot(self) -> dict[str, str]:
         return dict(self._positions)
 
-    def key(self, feeds: list[str]) -> tuple[str, ...]:
+    def key(self, feeds: Sequence[str]) -> tuple[str, ...]:
         """``feeds`` as one tuple shared by every connection that follows the same feeds (so the
         fan-out tells them apart by identity), up to :data:`MAX_FEED_KEYS` distinct ones."""
         key = tuple(feeds)
@@ -172,8 +172,8 @@ class ResumeState:
         self,
         live: FeedPositions,
         token: str,
-        feeds: list[str] | None = None,
-        since: list[str] | None = None,
+        feeds: Sequence[str] = (),
+        since: Sequence[str] = (),
     ) -> None:
         if len(token) != TOKEN_LENGTH:  # the fan-out sizes frames by it
             raise ValueError(f"a resume token is {TOKEN_LENGTH} hex digits, not {token!r}")
@@ -181,18 +181,20 @@ class ResumeState:
         self.token = token
         #: ``<token>.``: what the cursor starts with.
         self.prefix = f"{token}.".encode()
-        self.feeds: list[str] = feeds if feeds is not None else []
-        self.since: list[str] = since if since is not None else []
+        # Tuples, replaced as feeds are followed (rarely): the feeds are :attr:`feeds_key`
+        # itself, one tuple shared by every connection that follows the same feeds, and neither
+        # is a container the garbage collector tracks (lists were two per connection).
+        self.feeds: tuple[str, ...] = live.key(feeds)
+        self.feeds_key = self.feeds
+        self.since: tuple[str, ...] = tuple(since)
         self.pinned: dict[str, str] | None = None
-        self.feeds_key = live.key(self.feeds)
 
     def follow(self, feed: str) -> bool:
         """Start following ``feed`` (from the live position); False when already followed."""
         if feed in self.feeds:
             return False
-        self.feeds.append(feed)
-        self.since.append(self._live.get(feed) or "0-0")
-        self.feeds_key = self._live.key(self.feeds)
+        self.feeds = self.feeds_key = self._live.key((*self.feeds, feed))
+        self.since = (*self.since, self._live.get(feed) or "0-0")
         return True
 
     def shared_positions(self) -> bytes | None:

@@ -17,8 +17,12 @@ from broker.sessions import Identity
 from broker.sessions.metamask import AccountsChanged
 
 
-class SessionChange(msgspec.Struct, frozen=True):
+class SessionChange(msgspec.Struct, frozen=True, gc=False):
     """An identity's session changed; ``session`` is the encoded new session (None: ended).
+
+    Untracked by the garbage collector (``gc=False``): it holds strings, bytes and the
+    untracked :class:`Identity` and :class:`AccountsChanged`, so it can be in no cycle; the
+    change logs keep one per change for the resume window.
 
     ``source`` and ``exclude`` name the process and the connection whose own request made the
     change: that connection got the answer to its request and is not notified again.

@@ -349,8 +349,11 @@ class WebSocketConnection:
             log.exception("%s: a call failed", self._name())
             reply = self._internal_error(payload)
         finally:
-            assert self._calls is not None
-            self._calls.discard(scope)
+            calls = self._calls
+            assert calls is not None
+            calls.discard(scope)
+            if not calls:
+                self._calls = None  # an idle connection keeps no set (216 bytes)
             idle = self.protocol.call_answered()
         if reply is not None:
             self.send_message(reply)

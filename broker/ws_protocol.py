@@ -35,8 +35,7 @@ from typing import Final
 
 import wsproto
 import wsproto.events as wse
-from wsproto.connection import Connection as FrameParser
-from wsproto.connection import ConnectionType
+from wsproto.connection import Connection, ConnectionType
 from wsproto.utilities import ProtocolError as WsProtocolError
 
 from broker import frames
@@ -133,6 +132,33 @@ SEND_PING: Final = SendFrame(frames.PING)
 PING_TIMED_OUT: Final = CloseRequested(frames.CLOSE_PING_TIMEOUT, "ping timeout")
 
 
+class FrameParser(Connection):
+    """wsproto's frame parser of a server connection, without the event queue it keeps for a
+    connection lost without a close frame (``receive_data(None)``, which this machine never
+    calls): an empty deque is 760 bytes, the largest part of an idle connection's parser."""
+
+    def __init__(self) -> None:
+        super().__init__(ConnectionType.SERVER)
+        self._events = ()  # type: ignore[assignment]  # events() finds it empty; nothing appends
+
+    def idle(self) -> bool:
+        """Whether nothing is parsed part-way: no bytes buffered, no frame begun, no fragmented
+        message under way (a new parser would then read what comes next the same)."""
+        frames = self._proto._frame_decoder
+        return (
+            not frames.buffer
+            and frames.header is None
+            and self._proto._message_decoder.opcode is None
+        )
+
+
+#: Parsers with nothing parsed part-way, shared by the connections of this process (one thread):
+#: a connection holds one only while a frame or a fragmented message of its own is under way, or
+#: from the time its bytes come until they are parsed, all within one :meth:`receive_data`.
+_idle_parsers: list[FrameParser] = []
+_IDLE_PARSERS: Final = 64
+
+
 class WebSocketProtocol:
     """One server WebSocket's protocol: frames parsed, messages assembled and bounded, calls
     counted, pings and closes timed by the ``now`` the shell passes in."""
@@ -157,7 +183,9 @@ class WebSocketProtocol:
     ) -> None:
         """``max_inflight``: calls answered side by side (past it the reader answers the next
         one itself); ``close_grace``: seconds from our close frame to the socket's close."""
-        self._parser = FrameParser(ConnectionType.SERVER)
+        # Taken when bytes come, given back once they are parsed whole (see _idle_parsers): a
+        # parser is about 1 KiB, and most connections are idle most of the time.
+        self._parser: FrameParser | None = None
         # Created for the first message: most connections are idle most of the time.
         self._fragments: list[bytes] | None = None
         self._fragment_size = 0
@@ -186,9 +214,12 @@ class WebSocketProtocol:
         :attr:`closed`: what arrives while draining or after a close is discarded)."""
         if self._peer_closed or self.state is not OPEN:
             return []
-        self._parser.receive_data(data)
+        parser = self._parser
+        if parser is None:
+            parser = self._parser = _idle_parsers.pop() if _idle_parsers else FrameParser()
+        parser.receive_data(data)
         out: list[Event] = []
-        for event in self._parser.events():
+        for event in parser.events():
             if isinstance(event, wse.TextMessage | wse.BytesMessage):
                 assembled = self._assemble(event)
                 if assembled is not None:
@@ -204,6 +235,11 @@ class WebSocketProtocol:
                 out.append(CloseRequested(code, event.reason or ""))
             if self._peer_closed:
                 break
+        if not self._peer_closed and parser.idle():
+            # Parsed whole (nothing begun): the next bytes may be parsed by any idle parser.
+            self._parser = None
+            if len(_idle_parsers) < _IDLE_PARSERS:
+                _idle_parsers.append(parser)
         return out
 
     def _assemble(
@@ -238,8 +274,11 @@ class WebSocketProtocol:
         (or the peer broke the rules: nothing more is worth reading)."""
         if self._peer_closed:
             return True
-        self._parser.receive_data(data)
-        for event in self._parser.events():
+        parser = self._parser
+        if parser is None:
+            parser = self._parser = FrameParser()
+        parser.receive_data(data)
+        for event in parser.events():
             if isinstance(event, wse.CloseConnection):
                 self._peer_closed = True
                 break

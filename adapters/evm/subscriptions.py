@@ -99,6 +99,9 @@ class EvmMatcher:
         return None
 
 
+_NEW_HEADS: Final = EvmMatcher(NEW_HEADS)
+
+
 def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher | TransactionMatcher:
     """The kind and log criteria of ``eth_subscribe`` params (geth's errors for bad ones);
     ``pending``: ``newPendingTransactions`` is served."""
@@ -108,7 +111,7 @@ def parse_subscribe(params: Any, *, pending: bool = False) -> EvmMatcher | Trans
     kind = params[0]
     if kind == NEW_HEADS:
         positional_count(params, 1, 1)
-        return EvmMatcher(NEW_HEADS)
+        return _NEW_HEADS  # frozen: every newHeads subscription shares one
     if kind == NEW_PENDING_TRANSACTIONS and pending:
         full = params[1] if len(params) > 1 else False
         if full is not None and not isinstance(full, bool):

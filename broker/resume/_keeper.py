@@ -295,7 +295,7 @@ class ResumeKeeper:
             feed: cursor.positions[i] if i < len(cursor.positions) else record.since[i]
             for i, feed in enumerate(record.feeds)
         }
-        state = ResumeState(self.positions, cursor.token, list(record.feeds), list(record.since))
+        state = ResumeState(self.positions, cursor.token, record.feeds, record.since)
         subs = self._parse_subscriptions(conn, record, state)
         state.pinned = dict(starts)
         batch = await self._read_round(state.pinned)

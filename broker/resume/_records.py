@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 LIVE_TTL: Final = 24 * 3600.0
 
 
-class SubscriptionRecord(msgspec.Struct, array_like=True, frozen=True):
+class SubscriptionRecord(msgspec.Struct, array_like=True, frozen=True, gc=False):
     """One subscription: its id, chain, subscribe params (JSON), session scope, and for a chain
     family's subscription its subscribe method (None: ``eth_subscribe``)."""
 
@@ -32,8 +32,12 @@ class SubscriptionRecord(msgspec.Struct, array_like=True, frozen=True):
     method: str | None = None
 
 
-class ResumeRecord(msgspec.Struct, frozen=True):
+class ResumeRecord(msgspec.Struct, frozen=True, gc=False):
     """What a connection followed: enough to take its subscriptions over on another connection.
+
+    Neither it nor its :class:`SubscriptionRecord` is tracked by the garbage collector
+    (``gc=False``): strings, bytes and tuples of them, in no cycle; a memory store keeps one
+    per connection.
 
     ``owner`` names the process and connection (``<process>:<id>``) that wrote it last: the session
     changes that connection caused itself were answered to it, not notified, and are not replayed.

@@ -3,7 +3,6 @@ speaks, and the expiries watched for them (:class:`~broker.sessions.expiry.Expir
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,8 +26,9 @@ class ConnectedDapps:
     def __init__(self, *, linger: float) -> None:
         """``linger``: seconds a dapp gone from this process is still watched (the resume
         window), so that a connection resuming hears of its session's end in its place."""
-        # A list per identity: most identities have one connection, and a list is a third of a set.
-        self._connections: defaultdict[Identity, list[WebSocketConnection]] = defaultdict(list)
+        # A tuple per identity, replaced as connections come and go: most identities have one
+        # connection, and a tuple of one is half a list of one (which a set is three times).
+        self._connections: dict[Identity, tuple[WebSocketConnection, ...]] = {}
         #: The expiries watched: of the dapps connected here, and of those gone that linger.
         self.tracker = ExpiryTracker(linger=linger)
         # Connected identities whose session speaks the 2025 CAIP-25 dialect (the others speak
@@ -49,7 +49,7 @@ class ConnectedDapps:
     def track(self, conn: WebSocketConnection) -> None:
         """A connection opened (before its first message)."""
         identity = identity_of(conn)
-        self._connections[identity].append(conn)
+        self._connections[identity] = (*self._connections.get(identity, ()), conn)
         self.tracker.connected(identity)
 
     def untrack(self, conn: WebSocketConnection) -> None:
@@ -57,9 +57,10 @@ class ConnectedDapps:
         identity = identity_of(conn)
         conns = self._connections.get(identity)
         if conns is not None:
-            if conn in conns:
-                conns.remove(conn)
-            if not conns:
+            conns = tuple(c for c in conns if c is not conn)
+            if conns:
+                self._connections[identity] = conns
+            else:
                 del self._connections[identity]
                 self._known.pop(identity, None)
                 if self.tracker.gone(identity, trio.current_time()):

@@ -42,8 +42,9 @@ ACCOUNTS_CHANGED: Final = "metamask_accountsChanged"
 SOLANA: Final = "solana"
 
 
-class AccountsChanged(msgspec.Struct, frozen=True):
-    """A ``metamask_accountsChanged`` due: on ``scope``, the selected account (or none)."""
+class AccountsChanged(msgspec.Struct, frozen=True, gc=False):
+    """A ``metamask_accountsChanged`` due: on ``scope``, the selected account (or none).
+    Untracked by the garbage collector: strings only, in no cycle."""
 
     scope: str
     accounts: tuple[str, ...]

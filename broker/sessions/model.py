@@ -33,8 +33,11 @@ CURRENT = "2025"
 NO_ORIGIN = "-"
 
 
-class Identity(msgspec.Struct, frozen=True):
+class Identity(msgspec.Struct, frozen=True, gc=False):
     """Who a dapp is: its API key and the ``Origin`` of its connections (``-`` when absent).
+
+    Untracked by the garbage collector (``gc=False``): it holds only strings, so it can be in
+    no cycle.
 
     One identity has at most one session, shared by all of its connections.
     """
@@ -129,8 +132,21 @@ _session_decoder = msgspec.json.Decoder(Session)
 
 
 def encode_session(session: Session) -> bytes:
-    """The stored form of a session (JSON, so that it stays readable in ``redis-cli``)."""
-    return _session_encoder.encode(session)
+    """The stored form of a session (JSON, so that it stays readable in ``redis-cli``).
+
+    The same (frozen) session encoded twice in a row gives the same bytes object: a change is
+    stored, then announced, and the memory store and the process's record of what it announced
+    then keep one copy between them, not two (a few hundred bytes per dapp)."""
+    global _last_encoded
+    last = _last_encoded
+    if last is not None and last[0] is session:
+        return last[1]
+    data = _session_encoder.encode(session)
+    _last_encoded = (session, data)
+    return data
+
+
+_last_encoded: tuple[Session, bytes] | None = None
 
 
 def decode_session(data: bytes) -> Session:

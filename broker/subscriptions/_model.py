@@ -27,6 +27,21 @@ class Subscriber(Protocol):
         ...
 
 
+#: Each notification method's name as bytes, shared by every subscription (a family has one or
+#: a few names; bounded by :data:`_NAMES` all the same).
+_names: dict[str, bytes] = {}
+_NAMES: Final = 256
+
+
+def _encoded(name: str) -> bytes:
+    found = _names.get(name)
+    if found is None:
+        found = name.encode()
+        if len(_names) < _NAMES:
+            _names[name] = found
+    return found
+
+
 class Subscription:
     """One subscription of one connection: its chain family's ``matcher``, the subscribe
     ``method`` and its ``params`` as JSON (to take it over on a resumed connection), ``resume``
@@ -64,7 +79,7 @@ class Subscription:
         self.id_json = sub_id.encode() if integer_id else b'"' + sub_id.encode() + b'"'
         self.matcher = matcher
         self.method = method
-        self.notification = matcher.notification.encode()
+        self.notification = _encoded(matcher.notification)
         self.conn = conn
         #: Sends one of this subscription's frames (its connection's outbox).
         self.send = conn.frame_sender()

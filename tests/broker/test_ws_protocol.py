@@ -270,3 +270,26 @@ def test_an_upgrade_missing_a_header_is_the_clients_error(missing: bytes) -> Non
     headers = [(name, value) for name, value in UPGRADE if name != missing]
     with pytest.raises(RemoteProtocolError):
         accept_handshake(headers, b"/ws/v3/dev")
+
+
+def test_connections_parsing_part_way_at_once_each_get_their_own_messages() -> None:
+    # Idle connections share parsers; one holds its own while a frame or a fragmented message of
+    # its own is under way, whatever the others parse meanwhile.
+    rng = random.Random(7)
+    machines = [server() for _ in range(8)]
+    clients = [Client() for _ in machines]
+    pending: list[bytes] = []
+    expected: list[list[bytes]] = []
+    for i, client in enumerate(clients):
+        first = f"{i}-first".encode()
+        data = client.send(wse.TextMessage(f"{i}-", message_finished=False))
+        data += client.send(wse.TextMessage(f"{i}-second", message_finished=True))
+        pending.append(client.send(wse.BytesMessage(first)) + data)
+        expected.append([first, f"{i}-{i}-second".encode()])
+    got: list[list[bytes]] = [[] for _ in machines]
+    while any(pending):
+        i = rng.choice([n for n, rest in enumerate(pending) if rest])
+        cut = rng.randint(1, len(pending[i]))
+        chunk, pending[i] = pending[i][:cut], pending[i][cut:]
+        got[i] += [e.payload for e in machines[i].receive_data(chunk) if isinstance(e, Message)]
+    assert got == expected
