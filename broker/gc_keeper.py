@@ -1,14 +1,14 @@
 """Short garbage collections in a process that holds thousands of connections.
 
 A full collection scans every object the collector tracks: about 36 per idle dapp connection (a
-session and a subscription; 65 before they were cut), so at 2,500 connections a full collection paused every connection for 200 ms and more (the
-soak's figure). Almost none of those objects is ever freed by the collector: a connection that
-ends is freed by reference counting (it leaves no cycle: ``tests/broker/test_gc_keeper.py``). So
-the keeper collects what is new and then freezes it (``gc.freeze()``), at start-up and every
-:data:`FREEZE_INTERVAL`: the collector's generations then hold only what the last interval made,
-and a collection, full or not, costs what that interval made, not what the process holds. Frozen
-objects still go as soon as nothing refers to them; only a cycle among them would be kept, which
-is why connections must leave none.
+session and a subscription; 65 before they were cut), so at 2,500 connections a full collection
+paused every connection for 200 ms and more (the soak's figure). Almost none of those objects is
+ever freed by the collector: a connection that ends is freed by reference counting (it leaves no
+cycle: ``tests/broker/test_gc_keeper.py``). So the keeper collects what is new and then freezes it
+(``gc.freeze()``), at start-up and every :data:`FREEZE_INTERVAL`: the collector's generations then
+hold only what the last interval made, and a collection, full or not, costs what that interval
+made, not what the process holds. Frozen objects still go as soon as nothing refers to them; only a
+cycle among them would be kept, which is why connections must leave none.
 """
 
 from __future__ import annotations
