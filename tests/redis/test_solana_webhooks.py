@@ -46,7 +46,9 @@ async def test_the_worker_delivers_solana_webhooks_defined_on_a_web_process(
             worker = Worker(
                 [network], redis_process.url, maxlen=10_000, timing=LeaseTiming.for_ttl(1.5)
             )
-            worker.services.append(redis_webhooks(worker.client, worker.networks, FAST).leader)
+            worker.services.append(
+                redis_webhooks(worker.client, worker.networks, FAST, worker.activity).leader
+            )
             await worker.start_adapters()
             nursery.start_soon(worker.serve)
             stack.callback(worker.shutdown)
