@@ -8,9 +8,9 @@ still holds the bytes the change was computed from, else the change is computed 
 Data loss (see :mod:`broker.redis._epoch`): the store tells its observer the bytes of every session
 it reads or writes (the session service keeps those of the dapps connected here, to write them back
 after a loss: :meth:`RedisSessionStore.restore`); a read that finds nothing where the observer
-remembers a session checks the epoch first, so that a dapp asking in the second after a loss gets
-its session, not ``{}``. Where the primary has a replica, a write waits for it (``WAIT 1``) so that
-a failover does not undo it.
+remembers a session checks the epoch (or waits for the repair under way) and reads again, so that
+a dapp asking in the second after a loss gets its session, not ``{}``. Where the primary has a
+replica, a write waits for it (``WAIT 1``) so that a failover does not undo it.
 """
 
 from __future__ import annotations
@@ -90,9 +90,11 @@ class RedisSessionStore(SessionStore):
             and self.epoch is not None
             and self._recall is not None
             and self._recall(identity) is not None
-            and await self.epoch.check()
         ):
-            data = await self.client.get(key)  # the repair just wrote it back
+            # Read again whatever the check says: False may mean that it waited for another
+            # caller's repair (the periodic check's, right after a restart), which wrote it back.
+            await self.epoch.check()
+            data = await self.client.get(key)
         if self._observer is not None:
             self._observer(identity, data)
         return data

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import suppress
 
 import pytest
 import trio
+import trio.testing
 from coredis.exceptions import ReadOnlyError
 
 from broker.redis import (
@@ -98,6 +100,66 @@ async def test_a_session_read_right_after_a_loss_gets_it_back(
         assert await store.get(DAPP) is None
         assert known[DAPP] is None
         assert epoch.losses == 1
+
+
+async def test_a_read_during_another_callers_repair_gets_the_session_back(
+    prefix: str,
+) -> None:
+    # Redis restarts empty (SHUTDOWN NOSAVE); the periodic check notices first and is repairing
+    # when a dapp's read finds its session gone. The read waits for that repair, finds the epoch
+    # it wrote (no loss left to notice), and must still read the session it wrote back.
+    redis = RedisServer()
+    redis.start()
+    try:
+        client = redis_client(redis.url)
+        async with client:
+            epoch = EpochWatch(client, prefix=prefix)
+            store = RedisSessionStore(client, prefix=prefix, epoch=epoch)
+            known: dict[Identity, bytes | None] = {}
+            recalled = trio.Event()
+            repairing = trio.Event()
+
+            def recall(identity: Identity) -> bytes | None:
+                recalled.set()  # the read found nothing and goes to check the epoch
+                return known.get(identity)
+
+            store.observe(known.__setitem__, recall)
+            granted = session()
+
+            async def held_up() -> Repair:
+                repairing.set()
+                await recalled.wait()
+                await trio.testing.wait_all_tasks_blocked()  # the read waits for this repair
+                return Repair()
+
+            async def write_back() -> Repair:
+                for data in known.values():
+                    if data is not None:
+                        await store.restore(granted, data)
+                return Repair({"sessions": len(known)})
+
+            epoch.on_loss("held up", held_up)
+            epoch.on_loss("sessions", write_back)
+            with trio.fail_after(20):
+                await wait_for_redis(client, redis.url)
+                await epoch.check()
+                await store.put(granted)
+                process = redis.process
+                assert process is not None
+                with suppress(OSError):  # it may close without a reply
+                    await redis_command(redis.port, "SHUTDOWN", "NOSAVE")
+                await trio.to_thread.run_sync(process.wait)
+                redis.process = None
+                await trio.to_thread.run_sync(redis.start)
+                await wait_for_redis(client, redis.url)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(epoch.check)  # the periodic check, first after restart
+                    await repairing.wait()
+                    assert await store.get(DAPP) == granted
+                assert epoch.losses == 1
+                assert known[DAPP] == encode_session(granted)
+    finally:
+        redis.close()
 
 
 @pytest.fixture

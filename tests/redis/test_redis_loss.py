@@ -3,9 +3,9 @@
 
 - ``SHUTDOWN NOSAVE`` and a restart (a Redis that keeps nothing on disk): the processes notice the
   loss and write back what they know; every dapp's session still answers ``wallet_getSession``
-  with its scopes on both tabs, invokes work, every head arrives once and in order (those mined
-  while Redis was down too), and a tab that drops after the repair resumes on the other process
-  with nothing lost or repeated.
+  with its scopes on both tabs (on the tab that made it, asked the moment Redis is back, too),
+  invokes work, every head arrives once and in order (those mined while Redis was down too), and
+  a tab that drops after the repair resumes on the other process with nothing lost or repeated.
 - A Sentinel fleet (a primary, a replica, three sentinels) and ``kill -9`` of the primary: the
   replica is promoted, the processes follow it, and the same holds.
 """
@@ -121,6 +121,17 @@ async def _follow_through(
             lambda: all(len(a.heads) >= HEADS_AROUND for a, _ in tabs), "heads before the fault"
         )
         await fault()
+        # Right away, before any repair can be counted on: a dapp's session still answers on the
+        # connection that made it (its process holds it), never empty.
+        right_after: dict[str, list[str]] = {}
+
+        async def scopes_now(tab: Tab) -> None:
+            right_after[tab.origin] = list(await tab.session_scopes())
+
+        async with trio.open_nursery() as asking:
+            for a, _ in tabs:
+                asking.start_soon(scopes_now, a)
+        assert right_after == {a.origin: [DEV] for a, _ in tabs}
         after = await f.head() + HEADS_AROUND
         await eventually(
             lambda: all(a.heads and a.heads[-1][0] >= after for a, _ in tabs),

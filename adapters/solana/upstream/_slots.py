@@ -27,11 +27,12 @@ from .._events import SlotEvent
 @dataclass(frozen=True, slots=True)
 class Sighting:
     """A slot the upstream reached. ``parent`` and ``root`` come with a notification; None when
-    polled."""
+    polled. ``source``: the upstream that reached it (None: not known)."""
 
     slot: int
     parent: int | None = None
     root: int | None = None
+    source: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

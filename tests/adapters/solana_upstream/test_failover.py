@@ -16,10 +16,12 @@ import trio
 from adapters.solana import dev_chain_id
 from adapters.solana.upstream import NoUsableSolanaUpstream
 from adapters.upstream import State
+from tests.adapters.upstream.tcp_proxy import TcpProxy
 from tests.support.inprocess import Dapp, dapp
 
 from .nodes import (
     ALICE,
+    NETWORK,
     advance,
     entry,
     fresh_address,
@@ -141,3 +143,32 @@ async def test_sigstop_of_the_first_node(nursery: trio.Nursery) -> None:
         assert slots == list(range(slots[0], top + 1))
         states = [s.state for s in served.adapter.statistics()]
         assert states[1] is State.HEALTHY
+
+
+async def test_a_gap_is_not_filled_from_a_node_behind_it(nursery: trio.Nursery) -> None:
+    # The first node (no WebSocket) answers reads first but lags; the follower follows the
+    # second. Its WebSocket is cut while it runs ahead: on reconnecting, the slots in between
+    # must come from a node that has them, not from the first (which would call them skipped).
+    with trio.fail_after(120):
+        behind, ahead = await solana_nodes(nursery, None, None)
+        await level(behind, ahead)
+        proxy = TcpProxy(ahead.port)
+        await nursery.start(proxy.serve)
+        proxied_ws = f"ws://127.0.0.1:{proxy.port}/{NETWORK}/ws/v3/dev"
+        served = await front(
+            nursery,
+            [{"http": behind.http_url(network=NETWORK)}, {**entry(ahead), "ws": proxied_ws}],
+        )
+        async with dapp(served.ws_url) as conn:
+            await conn.result("slotSubscribe", [])
+            slots: list[int] = []
+            await first_slot(conn, ahead, slots)
+            await slots_through(conn, slots, await advance(ahead, 2))
+            proxy.cut()
+            await proxy.wait_until(lambda p: p.refused > 0)
+            top = await advance(ahead, 7)
+            await advance(behind, 1)  # moving, but still behind the gap's end
+            assert await node_result(behind, "getSlot") < top - 1
+            proxy.restore()
+            await slots_through(conn, slots, top)
+        assert slots == list(range(slots[0], top + 1))
