@@ -8,6 +8,7 @@ import logging
 from typing import Any, ClassVar, Final
 
 import msgspec
+import outcome
 import trio
 
 from adapters._options import decode_options
@@ -146,7 +147,6 @@ class SolanaUpstreamAdapter(ForwardingAdapter):
         if signature is None:  # the node answers what is wrong with it
             return await self.forwarder.call("sendTransaction", data)
         latest: list[Any] = []
-        failure: RpcError | None = None
 
         async def ask_latest() -> None:
             with contextlib.suppress(RpcError, msgspec.DecodeError):
@@ -155,13 +155,11 @@ class SolanaUpstreamAdapter(ForwardingAdapter):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask_latest)
-            try:
-                result = await self.forwarder.call("sendTransaction", data)
-            except RpcError as exc:  # raised outside the nursery (no exception group)
-                failure = exc
+            # The send's own outcome is kept out of the nursery's exception group.
+            sent = await outcome.acapture(self.forwarder.call, "sendTransaction", data)
+            if isinstance(sent, outcome.Error):
                 nursery.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
+        result = sent.unwrap()
         bound = last_valid_bound(latest[0] if latest else None)
         if bound is not None:
             self.family.sent.remember(signature, *bound)

@@ -18,6 +18,7 @@ from .nodes import (
     front,
     node_result,
     result,
+    rpc,
     signed_transfer,
     solana_node,
 )
@@ -89,6 +90,9 @@ async def test_a_sent_transaction_that_never_lands_is_dropped_without_the_option
         # (preflight skipped) and drops it, as a Solana leader does.
         height = await node_result(node, "getBlockHeight")
         await advance(node, built["lastValidBlockHeight"] - height + 1)
+        # Refused by the node's preflight (the blockhash expired): its error comes back as is.
+        refused = await rpc(url, "sendTransaction", tx, {"encoding": "base64"})
+        assert refused["error"]["code"] == -32002
         options = {"encoding": "base64", "skipPreflight": True}
         assert await result(url, "sendTransaction", tx, options) == doomed
         # The front knows only an upper bound of its last valid height: the newest blockhash's.
