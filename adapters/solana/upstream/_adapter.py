@@ -63,10 +63,13 @@ def last_valid_bound(latest: Any) -> tuple[int, int] | None:
     Solana's rule (the bank's ``get_blockhash_last_valid_block_height``): a transaction may land
     while the block height is at most the height its blockhash was produced at +
     MAX_PROCESSING_AGE (150), and ``getLatestBlockhash`` answers that height for the newest
-    blockhash. The transaction's own blockhash is that one (the height is then exact) or an
-    older one, produced at a lower height: the newest's height is then an upper bound. So a
-    transaction is never called dropped while it may still land; an old blockhash's is reported
-    at most 150 blocks late."""
+    blockhash. Asked of the upstream that took the transaction (which, with preflight, has
+    simulated it, so knows its blockhash), the transaction's own blockhash is that one (the
+    height is then exact) or an older one, produced at a lower height: the newest's height is
+    then an upper bound. So a transaction is never called dropped while it may still land; an
+    old blockhash's is reported at most 150 blocks late. (With preflight skipped, a node that
+    has not seen the blockhash yet, the client having read it from a node ahead, could give too
+    low a bound: docs/solana.md.)"""
     if not isinstance(latest, dict) or not isinstance(latest.get("value"), dict):
         return None
     height = latest["value"].get("lastValidBlockHeight")
@@ -141,26 +144,34 @@ class SolanaUpstreamAdapter(ForwardingAdapter):
         return await self.forwarder.call(method, data)
 
     async def _send(self, data: bytes) -> Any:
-        """Forward ``sendTransaction`` and, alongside, ask the latest blockhash at ``processed``,
-        to remember the transaction's last valid block height (see :func:`last_valid_bound`)."""
+        """Forward ``sendTransaction`` and, alongside, ask the latest blockhash at ``processed``
+        of the upstream that took it, to remember the transaction's last valid block height (see
+        :func:`last_valid_bound`)."""
         signature = sent_signature(data)
         if signature is None:  # the node answers what is wrong with it
             return await self.forwarder.call("sendTransaction", data)
-        latest: list[Any] = []
+        latest: list[tuple[Any, int]] = []
 
-        async def ask_latest() -> None:
+        async def ask_latest(only: int | None = None) -> None:
             with contextlib.suppress(RpcError, msgspec.DecodeError):
-                answer = await self.forwarder.call("getLatestBlockhash", _LATEST)
-                latest.append(_decode.decode(answer))
+                answer, index = await self.forwarder.call_tracked(
+                    "getLatestBlockhash", _LATEST, only=only
+                )
+                latest.append((_decode.decode(answer), index))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ask_latest)
             # The send's own outcome is kept out of the nursery's exception group.
-            sent = await outcome.acapture(self.forwarder.call, "sendTransaction", data)
+            sent = await outcome.acapture(self.forwarder.call_tracked, "sendTransaction", data)
             if isinstance(sent, outcome.Error):
                 nursery.cancel_scope.cancel()
-        result = sent.unwrap()
-        bound = last_valid_bound(latest[0] if latest else None)
+        result, taker = sent.unwrap()
+        if latest and latest[0][1] != taker:
+            # Another upstream answered (a failover): a node behind the one that took the
+            # transaction could answer an older blockhash's height, too low a bound.
+            latest.clear()
+            await ask_latest(taker)
+        bound = last_valid_bound(latest[0][0] if latest else None)
         if bound is not None:
             self.family.sent.remember(signature, *bound)
         return result
