@@ -241,6 +241,13 @@ class Ledger:
     def last_valid_block_height(self) -> int:
         return self.slot + BLOCKHASH_VALIDITY
 
+    def last_valid_height_of(self, value: bytes) -> int:
+        """The last block height a transaction on blockhash ``value`` may land at (Solana's: the
+        height the blockhash was produced at + MAX_PROCESSING_AGE); one already passed for a
+        blockhash the ledger does not know (expired, or never produced)."""
+        slot = self._blockhashes.get(value)
+        return self.block_height - 1 if slot is None else slot + BLOCKHASH_VALIDITY
+
     # -- slots --------------------------------------------------------------------------------
 
     def advance(self, now: float) -> SlotRecord:

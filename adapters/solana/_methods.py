@@ -92,9 +92,18 @@ class SolanaMethods:
     """The handlers, by method name (:meth:`table`). ``automine``: each accepted transaction
     lands in a new slot."""
 
-    def __init__(self, ledger: Ledger, *, automine: bool) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        automine: bool,
+        sent: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.automine = automine
+        #: Told ``(signature, last valid block height, block height)`` of every transaction
+        #: ``sendTransaction`` accepts (:class:`._signature_life.SentTransactions`).
+        self.sent = sent
         self.tokens = TokenMethods(ledger, self._config, self._wrap)
         self.cluster = ClusterMethods(
             ledger, self._config, self._wrap, SOLANA_CORE_VERSION, FEATURE_SET
@@ -393,6 +402,7 @@ class SolanaMethods:
         if not all(tx.verify_with_results()):
             raise SignatureVerificationFailure()
         signature = str(tx.signatures[0])
+        last_valid = self.ledger.last_valid_height_of(bytes(tx.message.recent_blockhash))
         if not options.get("skipPreflight"):
             simulation = self.ledger.simulate(tx)
             if simulation.err is not None:
@@ -402,9 +412,15 @@ class SolanaMethods:
         elif not self.ledger.blockhash_valid(bytes(tx.message.recent_blockhash)) or (
             signature in self.ledger.transactions
         ):
+            self._sent(signature, last_valid)
             return signature  # as Solana: accepted, then dropped by the leader
+        self._sent(signature, last_valid)
         self._land(tx, now)
         return signature
+
+    def _sent(self, signature: str, last_valid: int) -> None:
+        if self.sent is not None:
+            self.sent(signature, last_valid, self.ledger.block_height)
 
     def _land(self, tx: VersionedTransaction, now: float) -> TransactionRecord:
         if self.automine:

@@ -39,6 +39,7 @@ from ._signature_life import SUBSCRIBE as SIGNATURE_STATUS
 from ._signature_life import UNSUBSCRIBE as SIGNATURE_STATUS_UNSUBSCRIBE
 from ._signature_life import (
     Followers,
+    SentTransactions,
     SignatureStatusMatcher,
     SignatureStep,
     parse_signature_status,
@@ -333,10 +334,12 @@ class SolanaSubscriptions(SubscriptionFamily):
     def __init__(self, status_of: StatusLookup | None = None) -> None:
         self._status_of = status_of
         self._followers = Followers()
+        #: The transactions this process sent on the chain (see :class:`SentTransactions`).
+        self.sent = SentTransactions()
 
     def parse(self, method: str, params: Any) -> Matcher | SignatureStatusMatcher:
         if method == SIGNATURE_STATUS:
-            return parse_signature_status(params, self._followers.wake)
+            return parse_signature_status(params, self._followers.wake, self.sent)
         return parse(method, params)
 
     def follower(self, chain: str, call: ChainCall) -> Follower:

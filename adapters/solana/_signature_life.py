@@ -8,10 +8,14 @@ in the same ``result`` shape so that one ``switch`` on ``status`` serves both fa
     removed (its slot left the chain before it was confirmed)
 
     dropped: not landed once the finalized block height passed its blockhash's
-             ``lastValidBlockHeight`` (the end; only when the subscription names it)
+             ``lastValidBlockHeight`` (the end; only when that height is known: the
+             subscription names it, or the transaction was sent through this process)
 
 Params: ``[signature, {"lastValidBlockHeight"?: n}]`` (``getLatestBlockhash`` answers the height
-with the blockhash the transaction was built on). The ``result``: ``{"hash"`` (the signature),
+with the blockhash the transaction was built on). Without the option, the height this process
+remembered when the transaction went through its ``sendTransaction`` is used
+(:class:`SentTransactions`; per process: a signature sent through another process needs the
+option). The ``result``: ``{"hash"`` (the signature),
 ``"status"``, ``"commitment"`` (Solana's name of the step), ``"blockNumber"`` (the slot, a ``0x``
 quantity as the EVM's), ``"slot"`` (the same, a number), ``"blockHash"`` (null: a signature's
 status does not name its block), ``"depth"`` (Solana's ``confirmations``, null once rooted),
@@ -30,6 +34,7 @@ is notified at once.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -54,7 +59,40 @@ STATUS_OF: Final = {"processed": "included", "confirmed": "confirmed", "finalize
 DEFAULT_INTERVAL: Final = 2.0
 #: Signatures per ``getSignatureStatuses`` (Solana's limit).
 MAX_STATUSES: Final = 256
+#: Blocks past its last valid height a sent transaction stays remembered (a subscription that
+#: comes a little late still learns it was dropped).
+SENT_MARGIN: Final = 32
+#: Sent transactions remembered at most per chain (the oldest are forgotten first).
+MAX_SENT: Final = 100_000
 _encoder = msgspec.json.Encoder()
+
+
+class SentTransactions:
+    """``signature -> last valid block height`` of the transactions sent through this process's
+    ``sendTransaction`` (one per chain), so that ``signatureStatusSubscribe`` without
+    ``lastValidBlockHeight`` can still report them dropped. Bounded: at most ``limit``, and an
+    entry is forgotten once the chain's height passed its last valid one by
+    :data:`SENT_MARGIN` (looked at on each :meth:`remember`)."""
+
+    def __init__(self, limit: int = MAX_SENT) -> None:
+        self._limit = limit
+        self._last_valid: OrderedDict[str, int] = OrderedDict()
+
+    def remember(self, signature: str, last_valid: int, height: int) -> None:
+        """``signature`` expires after block height ``last_valid``; ``height``: the chain's now."""
+        self._last_valid.pop(signature, None)
+        self._last_valid[signature] = last_valid
+        while self._last_valid:
+            oldest, expires = next(iter(self._last_valid.items()))
+            if len(self._last_valid) <= self._limit and expires + SENT_MARGIN >= height:
+                break
+            del self._last_valid[oldest]
+
+    def last_valid(self, signature: str) -> int | None:
+        return self._last_valid.get(signature)
+
+    def __len__(self) -> int:
+        return len(self._last_valid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +213,11 @@ class SignatureStep:
     final: bool
 
 
-def parse_signature_status(params: Any, wake: Callable[[], None]) -> SignatureStatusMatcher:
-    """``[signature, {"lastValidBlockHeight"?}]``, parsed (Solana's -32602 for bad params)."""
+def parse_signature_status(
+    params: Any, wake: Callable[[], None], sent: SentTransactions | None = None
+) -> SignatureStatusMatcher:
+    """``[signature, {"lastValidBlockHeight"?}]``, parsed (Solana's -32602 for bad params);
+    without the height, the one ``sent`` remembers for the signature."""
     signature, raw = wire.positional(params, 1, 2)
     text = str(wire.signature(signature))
     last_valid = None
@@ -190,6 +231,8 @@ def parse_signature_status(params: Any, wake: Callable[[], None]) -> SignatureSt
             not isinstance(last_valid, int) or isinstance(last_valid, bool) or last_valid < 0
         ):
             raise invalid_params("lastValidBlockHeight must be a block height (an integer >= 0)")
+    if last_valid is None and sent is not None:
+        last_valid = sent.last_valid(text)
     return SignatureStatusMatcher(text, SignatureLife(text, last_valid), wake)
 
 

@@ -105,7 +105,9 @@ class SolanaDevAdapter(NetworkChainAdapter):
             if not self._started:
                 raise RuntimeError("SolanaDevAdapter.start() has not run")
             ledger = Ledger(self.options, time.time())
-            methods = SolanaMethods(ledger, automine=self.options.block_time == 0)
+            methods = SolanaMethods(
+                ledger, automine=self.options.block_time == 0, sent=self._family.sent.remember
+            )
             self._chain = ledger, methods.table()
         return self._chain
 

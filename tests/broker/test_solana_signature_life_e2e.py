@@ -134,6 +134,33 @@ async def test_an_expired_blockhash_is_reported_as_dropped(node: RunningBroker) 
             assert ended["error"]["code"] == -32602
 
 
+async def test_a_sent_transaction_that_never_lands_is_dropped_without_the_option(
+    node: RunningBroker,
+) -> None:
+    to = str(Keypair().pubkey())
+    with trio.fail_after(60):
+        latest = (await solana_rpc(node, "getLatestBlockhash"))["value"]
+        signature, tx = await signed_transfer(node, to, 1_000_000)
+        # Sent one block after its blockhash's last valid height, preflight skipped: the dev
+        # chain accepts it and its leader drops it, as Solana's does (an expired blockhash).
+        height = await solana_rpc(node, "getBlockHeight")
+        await solana_rpc(
+            node, "scopecast_advanceSlots", latest["lastValidBlockHeight"] - height + 1
+        )
+        options = {"encoding": "base64", "skipPreflight": True}
+        assert await solana_rpc(node, "sendTransaction", tx, options) == signature
+        statuses = await solana_rpc(
+            node, "getSignatureStatuses", [signature], {"searchTransactionHistory": True}
+        )
+        assert statuses["value"] == [None]
+        async with dapp(node.ws_url(network=SOLANA)) as conn:
+            sub = await conn.result("signatureStatusSubscribe", [signature])  # no height named
+            (dropped,) = await steps(conn, 1, sub)
+            assert (dropped["hash"], dropped["status"]) == (signature, "dropped")
+            ended = await conn.call("signatureStatusUnsubscribe", [sub])
+            assert ended["error"]["code"] == -32602
+
+
 async def test_a_resumed_connection_takes_the_subscription_over(node: RunningBroker) -> None:
     to = str(Keypair().pubkey())
     with trio.fail_after(60):

@@ -3,10 +3,12 @@ or rents, behind the broker as the ``upstream`` adapter puts Ethereum nodes."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any, ClassVar, Final
 
 import msgspec
+import outcome
 import trio
 
 from adapters._options import decode_options
@@ -21,8 +23,9 @@ from adapters.base import (
     SubscriptionFamily,
 )
 from adapters.upstream import ChainCheck, ForwardingAdapter
-from schemas.errors import ConfigError, MethodNotFound
+from schemas.errors import ConfigError, MethodNotFound, RpcError
 
+from .. import _wire as wire
 from .._docs import solana_docs
 from ._follower import SlotFollower
 from ._limits import check_params
@@ -38,6 +41,41 @@ _NULL: Final = b"null"
 _FINALIZED_READS: Final = frozenset({"getBlock", "getTransaction"})
 _str_decoder: Final = msgspec.json.Decoder(str)
 _decode: Final = msgspec.json.Decoder()
+_LATEST: Final = b'[{"commitment":"processed"}]'
+#: Blocks a blockhash stays valid for after the one it was produced at (Solana's).
+MAX_PROCESSING_AGE: Final = 150
+
+
+def sent_signature(params: bytes) -> str | None:
+    """The signature of ``sendTransaction``'s transaction; None when the params are not one."""
+    try:
+        value, raw_options = wire.positional(_decode.decode(params), 1, 2)
+        tx = wire.transaction(value, wire.config(raw_options))
+    except (msgspec.DecodeError, RpcError, ValueError, TypeError):
+        return None
+    return str(tx.signatures[0]) if tx.signatures else None
+
+
+def last_valid_bound(latest: Any) -> tuple[int, int] | None:
+    """``(last valid block height, block height now)`` of a transaction sent now, from
+    ``getLatestBlockhash`` at ``processed`` asked while it was sent (None: that failed).
+
+    Solana's rule (the bank's ``get_blockhash_last_valid_block_height``): a transaction may land
+    while the block height is at most the height its blockhash was produced at +
+    MAX_PROCESSING_AGE (150), and ``getLatestBlockhash`` answers that height for the newest
+    blockhash. Asked of the upstream that took the transaction (which, with preflight, has
+    simulated it, so knows its blockhash), the transaction's own blockhash is that one (the
+    height is then exact) or an older one, produced at a lower height: the newest's height is
+    then an upper bound. So a transaction is never called dropped while it may still land; an
+    old blockhash's is reported at most 150 blocks late. (With preflight skipped, a node that
+    has not seen the blockhash yet, the client having read it from a node ahead, could give too
+    low a bound: docs/solana.md.)"""
+    if not isinstance(latest, dict) or not isinstance(latest.get("value"), dict):
+        return None
+    height = latest["value"].get("lastValidBlockHeight")
+    if not isinstance(height, int) or isinstance(height, bool):
+        return None
+    return height, height - MAX_PROCESSING_AGE
 
 
 class NoUsableSolanaUpstream(ConfigError):
@@ -101,7 +139,42 @@ class SolanaUpstreamAdapter(ForwardingAdapter):
             raise MethodNotFound(method)
         data = bytes(params)
         check_params(method, data)
+        if method == "sendTransaction":
+            return await self._send(data)
         return await self.forwarder.call(method, data)
+
+    async def _send(self, data: bytes) -> Any:
+        """Forward ``sendTransaction`` and, alongside, ask the latest blockhash at ``processed``
+        of the upstream that took it, to remember the transaction's last valid block height (see
+        :func:`last_valid_bound`)."""
+        signature = sent_signature(data)
+        if signature is None:  # the node answers what is wrong with it
+            return await self.forwarder.call("sendTransaction", data)
+        latest: list[tuple[Any, int]] = []
+
+        async def ask_latest(only: int | None = None) -> None:
+            with contextlib.suppress(RpcError, msgspec.DecodeError):
+                answer, index = await self.forwarder.call_tracked(
+                    "getLatestBlockhash", _LATEST, only=only
+                )
+                latest.append((_decode.decode(answer), index))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_latest)
+            # The send's own outcome is kept out of the nursery's exception group.
+            sent = await outcome.acapture(self.forwarder.call_tracked, "sendTransaction", data)
+            if isinstance(sent, outcome.Error):
+                nursery.cancel_scope.cancel()
+        result, taker = sent.unwrap()
+        if latest and latest[0][1] != taker:
+            # Another upstream answered (a failover): a node behind the one that took the
+            # transaction could answer an older blockhash's height, too low a bound.
+            latest.clear()
+            await ask_latest(taker)
+        bound = last_valid_bound(latest[0][0] if latest else None)
+        if bound is not None:
+            self.family.sent.remember(signature, *bound)
+        return result
 
     async def serve_events(
         self,

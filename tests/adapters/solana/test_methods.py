@@ -20,6 +20,7 @@ from solders.transaction import Transaction
 from adapters._base58 import b58encode
 from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.solana import SolanaDevAdapter
+from adapters.solana._pubsub import SolanaSubscriptions
 from schemas.errors import MethodNotFound, RpcError
 
 from .conftest import Node, solana_spec
@@ -355,3 +356,24 @@ async def test_blocks_no_longer_kept(node: Node, monkeypatch: pytest.MonkeyPatch
     assert gone.code == -32001
     assert gone.message.endswith("First available block: 2")
     assert await node("getBlocks", 0, 3) == [2, 3]
+
+
+async def test_sent_transactions_are_remembered_with_their_last_valid_height(node: Node) -> None:
+    family = node.adapter.subscription_family(node.adapter.spec.chain)
+    assert isinstance(family, SolanaSubscriptions)
+    sent = family.sent
+    latest = (await node("getLatestBlockhash"))["value"]
+    tx = signed_transfer(ALICE, BOB.pubkey(), SOL, latest["blockhash"])
+    signature = await node("sendTransaction", tx, {"encoding": "base64"})
+    assert sent.last_valid(signature) == latest["lastValidBlockHeight"]
+    # Refused by preflight: not sent, not remembered.
+    refused = signed_transfer(ALICE, BOB.pubkey(), 10_000 * SOL, await blockhash(node))
+    await rpc_error(node, "sendTransaction", refused, {"encoding": "base64"})
+    refused_signature = Transaction.from_bytes(base64.b64decode(refused)).signatures[0]
+    assert sent.last_valid(str(refused_signature)) is None
+    # On a blockhash the chain does not know, accepted then dropped: a height already passed.
+    old = signed_transfer(ALICE, BOB.pubkey(), SOL, str(Hash.new_unique()))
+    options = {"encoding": "base64", "skipPreflight": True}
+    dropped = await node("sendTransaction", old, options)
+    assert (await node("getSignatureStatuses", [dropped]))["value"] == [None]
+    assert sent.last_valid(dropped) == await node("getBlockHeight") - 1

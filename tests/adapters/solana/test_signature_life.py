@@ -8,8 +8,10 @@ import pytest
 
 from adapters.solana._pubsub import SolanaSubscriptions
 from adapters.solana._signature_life import (
+    SENT_MARGIN,
     Landed,
     Observation,
+    SentTransactions,
     SignatureLife,
     SignatureStatusMatcher,
     SignatureStep,
@@ -96,6 +98,34 @@ def test_a_landed_signature_is_not_dropped_past_its_height() -> None:
     assert brief(life.step(Observation(Landed(140, "finalized", None, None), 200))) == [
         ("finalized", "finalized")
     ]
+
+
+def test_a_sent_transaction_lends_its_height_to_a_subscription_without_one() -> None:
+    family = SolanaSubscriptions()
+    family.sent.remember(SIGNATURE, 160, 10)
+    remembered = family.parse("signatureStatusSubscribe", [SIGNATURE])
+    assert isinstance(remembered, SignatureStatusMatcher)
+    assert remembered.life.last_valid == 160
+    named = family.parse("signatureStatusSubscribe", [SIGNATURE, {"lastValidBlockHeight": 170}])
+    assert isinstance(named, SignatureStatusMatcher)
+    assert named.life.last_valid == 170  # the subscriber's own height wins
+    other = family.parse("signatureStatusSubscribe", ["4" * 88])
+    assert isinstance(other, SignatureStatusMatcher)
+    assert other.life.last_valid is None  # not sent here: never called dropped
+
+
+def test_sent_transactions_are_bounded_and_expire_after_their_height() -> None:
+    sent = SentTransactions(limit=3)
+    for n in range(4):
+        sent.remember(f"sig{n}", 150 + n, n)
+    assert len(sent) == 3
+    assert sent.last_valid("sig0") is None  # the oldest went first
+    assert sent.last_valid("sig3") == 153
+    # Once the chain passed a height by the margin, its transaction is forgotten.
+    sent.remember("late", 400, 151 + SENT_MARGIN)
+    assert sent.last_valid("sig1") is None
+    assert sent.last_valid("sig2") == 152
+    assert sent.last_valid("late") == 400
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from .nodes import (
     front,
     node_result,
     result,
+    rpc,
     signed_transfer,
     solana_node,
 )
@@ -72,3 +73,40 @@ async def test_landed_followed_and_dropped_signatures(nursery: trio.Nursery) -> 
             await advance(node, latest["lastValidBlockHeight"] - height + 1)
             (dropped,) = await steps(conn, doomed, 1)
             assert (dropped["hash"], dropped["status"]) == (unsent, "dropped")
+
+
+async def test_a_sent_transaction_that_never_lands_is_dropped_without_the_option(
+    nursery: trio.Nursery,
+) -> None:
+    with trio.fail_after(90):
+        node = await solana_node(nursery)
+        served = await front(nursery, [entry(node)])
+        url = served.http_url
+        landed, tx = await signed_transfer(url, fresh_address(), 1_000_000)
+        await result(url, "sendTransaction", tx, {"encoding": "base64"})
+        built = (await result(url, "getLatestBlockhash"))["value"]
+        doomed, tx = await signed_transfer(url, fresh_address(), 2_000_000)
+        # Its blockhash expires on the node before the send reaches it: the node accepts it
+        # (preflight skipped) and drops it, as a Solana leader does.
+        height = await node_result(node, "getBlockHeight")
+        await advance(node, built["lastValidBlockHeight"] - height + 1)
+        # Refused by the node's preflight (the blockhash expired): its error comes back as is.
+        refused = await rpc(url, "sendTransaction", tx, {"encoding": "base64"})
+        assert refused["error"]["code"] == -32002
+        options = {"encoding": "base64", "skipPreflight": True}
+        assert await result(url, "sendTransaction", tx, options) == doomed
+        # The front knows only an upper bound of its last valid height: the newest blockhash's.
+        bound = (await node_result(node, "getLatestBlockhash"))["value"]["lastValidBlockHeight"]
+        async with dapp(served.ws_url) as conn:
+            followed = await conn.result("signatureStatusSubscribe", [doomed])  # no height
+            await advance(node, bound - await node_result(node, "getBlockHeight"))
+            assert await node_result(node, "getBlockHeight") == bound
+            # At the bound it is not dropped yet: the follower's look that notifies another
+            # subscription's steps (steps() fails on any other subscription's) says nothing of it.
+            other = await conn.result("signatureStatusSubscribe", [landed])
+            assert brief(await steps(conn, other, 3)) == LIFE
+            await advance(node, 1)
+            (dropped,) = await steps(conn, followed, 1)
+            assert (dropped["hash"], dropped["status"]) == (doomed, "dropped")
+            statuses = await node_result(node, "getSignatureStatuses", [doomed])
+            assert statuses["value"] == [None]
