@@ -352,55 +352,32 @@ def _solana_section(solana: dict[str, Any] | None) -> list[str]:
 
 
 def _solana_notes(faults: list[dict[str, Any]]) -> list[str]:
-    """What the rows show that the code does not do yet, said where the figures are."""
+    """What the rows show that must not happen, said where the figures are: each is a bug."""
     notes = []
     judged = [f for f in faults if f.get("account_changes") is not None]
     if judged and not any(f["account_changes_received"] for f in judged):
         notes.append(
-            "- **No account change reached any client.** Behind a worker, an `accountSubscribe` "
-            "made on a web process is not known to the worker, whose adapter reads only the "
-            "accounts someone subscribed to: sharing the web processes' account interests with "
-            "the worker through Redis is issue 31's open part. Until then every account change "
-            "counts as lost here."
+            "- **No account change reached any client.** The web processes share their account "
+            "interests with the worker through Redis (`scopecast:interests:{chain}`), and the "
+            "worker's adapter reads those accounts after each block: check that the web "
+            "processes reach Redis and the worker's log for the interests it read."
         )
-    lossy = [
-        f["label"]
-        for f in faults
-        if f["name"] in ("solana_kill_leading_worker", "solana_restart_redis")
-        and f["slots"]["lost"]
-    ]
+    lossy = [f["label"] for f in faults if f["slots"]["lost"]]
     if lossy:
         notes.append(
-            f"- **Slots lost on: {'; '.join(lossy)}.** A worker taking the lead (the standby "
-            "after the leader's death, or the leader after Redis lost the stream) starts a chain "
-            "family's events from the adapter's present (README, scale-out), so the slots made "
-            "in between never reach the stream: resuming a new leader from the stream's "
-            "checkpoint is issue 31's open part."
+            f"- **Slots lost on: {'; '.join(lossy)}.** A new leader resumes from the stream's "
+            "last slot and a gap is filled only from a node that has reached it, so none should "
+            "be: the workers' logs, kept in the run's folder, say which slots each leader "
+            "appended and which it filled from `getBlocks`."
         )
     emptied = [f for f in faults if f["name"] == "solana_restart_redis" and f["sessions_lost"]]
     if emptied:
         notes.append(
             f"- **{emptied[0]['sessions_lost']} of {emptied[0]['session_checks']} session checks "
-            "after the Redis restart found `wallet_getSession` empty**, while `wallet_invokeMethod` "
-            "answered on the same connections. The check runs as soon as a client has a slot "
-            "after the restart (well under a second here; the EVM rows check seconds later, after "
-            "their reorg): read before the web processes wrote the sessions back, it seems; not "
-            "looked into further."
-        )
-    failover = [
-        f["label"]
-        for f in faults
-        if f["name"] in ("solana_freeze_upstream", "solana_kill_upstream") and f["slots"]["lost"]
-    ]
-    if failover:
-        notes.append(
-            f"- **Slots lost on: {'; '.join(failover)}.** The workers' logs (kept in the run's "
-            "folder) show the follower filling a gap up to a slot seen on one node with `getBlocks` "
-            "sent through the forwarder, which asks the first healthy node in priority order: "
-            "when that is the other node, still behind (just thawed, or being brought level after "
-            "its restart), it answers only the blocks it has, and the slots it has not reached "
-            "are taken for skipped slots and never reported (`adapters/solana/upstream/"
-            "_follower.py`, `_slots_with_blocks`)."
+            "after the Redis restart found `wallet_getSession` empty.** A web process writes back "
+            "the sessions it holds; a connection whose process never read its session (a tab "
+            "that had just resumed there) can still read it empty until another process has "
+            "written it back."
         )
     return ["", *notes] if notes else []
 

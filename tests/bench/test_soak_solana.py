@@ -120,7 +120,7 @@ def test_the_report_has_a_solana_section_and_targets() -> None:
         slots={"lost": 4, "duplicated": 0, "out_of_order": 0},
     )
     failover = "\n".join(report._solana_section({"faults": [frozen], "settings": {}}))
-    assert "Slots lost on: the followed node SIGSTOP.** The workers' logs" in failover
+    assert "Slots lost on: the followed node SIGSTOP.** A new leader resumes" in failover
     redis = _row(name="solana_restart_redis", sessions_lost=3, session_checks=400)
     emptied = "\n".join(report._solana_section({"faults": [redis], "settings": {}}))
     assert "3 of 400 session checks after the Redis restart" in emptied
