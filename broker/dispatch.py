@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from msgspec import Raw
 
@@ -41,11 +41,47 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+T = TypeVar("T")
+
+
+class Slot(Generic[T]):
+    """The typed place of one feature's state on a connection (its subscriptions, its resume
+    state): the feature that defines the slot is the only one that reads or writes it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<Slot {self.name}>"
+
+
+class Slots:
+    """What features keep per connection, each in its own :class:`Slot` (made on first use: an
+    idle connection holds none)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[Slot[Any], Any] = {}
+
+    def get(self, slot: Slot[T]) -> T | None:
+        # Only set() writes here, with a value of the slot's type.
+        return cast("T | None", self._values.get(slot))
+
+    def set(self, slot: Slot[T], value: T) -> None:
+        self._values[slot] = value
+
+    def pop(self, slot: Slot[T]) -> T | None:
+        return cast("T | None", self._values.pop(slot, None))
+
+
 class Peer(Protocol):
     """What a handler may use of the connection a call came on (WebSocket connections only)."""
 
     @property
-    def state(self) -> dict[str, object]: ...
+    def slots(self) -> Slots: ...
 
     @property
     def open(self) -> bool: ...

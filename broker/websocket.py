@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from broker import after_answer, frames
-from broker.dispatch import CallContext
+from broker.dispatch import CallContext, Slots
 from broker.limits import Limits
 from broker.outbox import Outbox
 from broker.plugin_calls import adapter_name, is_fatal
@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
+
 #: Seconds an ended connection waits for its cancelled calls (a plug-in that ignores
 #: cancellation keeps only its own connection's reader that long).
 _CALLS_GRACE: Final = 5.0
@@ -81,7 +82,7 @@ class WebSocketConnection:
         "_on_slow_consumer",
         "_queued",
         "_settle",
-        "_state",
+        "_slots",
         "_stream",
         "_wake",
         "context",
@@ -111,7 +112,7 @@ class WebSocketConnection:
         # What a task of this connection waits on (its calls to end, its reader to end), made
         # when one waits: one slot for every wait, as each waiter checks again what it awaits.
         self._wake: trio.Event | None = None
-        self._state: dict[str, object] | None = None
+        self._slots: Slots | None = None
         self._on_slow_consumer = on_slow_consumer
         self._settle = settle
         self.context = context
@@ -157,11 +158,11 @@ class WebSocketConnection:
         self._stream.socket.close()
 
     @property
-    def state(self) -> dict[str, object]:
-        """Per-feature state (subscriptions, ...), created on first use."""
-        if self._state is None:
-            self._state = {}
-        return self._state
+    def slots(self) -> Slots:
+        """Per-feature state (subscriptions, resume), created on first use."""
+        if self._slots is None:
+            self._slots = Slots()
+        return self._slots
 
     @property
     def open(self) -> bool:

@@ -29,6 +29,7 @@ from broker.cursors import (
     position_order,
     with_cursor,
 )
+from broker.dispatch import Slot
 from broker.events import FamilyEvent
 from broker.redis import Repair
 from broker.resume._records import LIVE_TTL, ResumeRecord, ResumeStore, SubscriptionRecord
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 
 #: Close code for a connection whose subscriptions another connection resumed (README).
 CLOSE_RESUMED_ELSEWHERE: Final = 4010
-_STATE: Final = "resume"
+#: A connection's resume state.
+_STATE: Final[Slot[ResumeState]] = Slot("resume")
 _FLUSH_DELAY: Final = 0.05
 #: Reads a resume makes at most before it gives up catching up with the live logs.
 _MAX_ROUNDS: Final = 20
@@ -129,12 +131,12 @@ class ResumeKeeper:
 
     def state(self, conn: WebSocketConnection) -> ResumeState:
         """The connection's resume state (created, with a new token, on first use)."""
-        found = conn.state.get(_STATE)
-        if isinstance(found, ResumeState):
+        found = conn.slots.get(_STATE)
+        if found is not None:
             return found
         state = ResumeState(self.positions, new_token())
         state.follow(CHANGES)
-        conn.state[_STATE] = state
+        conn.slots.set(_STATE, state)
         self._owners[state.token] = conn
         self.changed(conn)
         return state
@@ -144,8 +146,8 @@ class ResumeKeeper:
 
     def last_cursor(self, conn: WebSocketConnection) -> str | None:
         """The cursor of the last notification ``conn`` was sent (None: it followed nothing)."""
-        found = conn.state.get(_STATE)
-        return found.cursor().decode() if isinstance(found, ResumeState) else None
+        found = conn.slots.get(_STATE)
+        return found.cursor().decode() if found is not None else None
 
     async def closing_cursor(self, conn: WebSocketConnection) -> str | None:
         """:meth:`last_cursor` once the fan-outs under way are delivered (a fan-out in slices
@@ -181,8 +183,8 @@ class ResumeKeeper:
         )
 
     async def _save(self, conn: WebSocketConnection, ttl: float) -> None:
-        found = conn.state.get(_STATE)
-        if isinstance(found, ResumeState):
+        found = conn.slots.get(_STATE)
+        if found is not None:
             await self._write(found.token, self._record(conn, found), ttl)
 
     async def _write(self, token: str, record: ResumeRecord, ttl: float) -> None:
@@ -215,8 +217,8 @@ class ResumeKeeper:
     async def release(self, conn: WebSocketConnection) -> None:
         """``conn`` ended: keep its record (as it is now) for the resume window."""
         self._dirty.discard(conn)
-        found = conn.state.pop(_STATE, None)  # what ends its subscriptions next changes nothing
-        if not isinstance(found, ResumeState) or self._owners.get(found.token) is not conn:
+        found = conn.slots.pop(_STATE)  # what ends its subscriptions next changes nothing
+        if found is None or self._owners.get(found.token) is not conn:
             return
         del self._owners[found.token]
         await self._write(found.token, self._record(conn, found), self.window)
@@ -432,6 +434,6 @@ class ResumeKeeper:
             self.hub.drop_connection(old)
             old.close(CLOSE_RESUMED_ELSEWHERE, "resumed on another connection")
             self._dirty.discard(old)
-            old.state.pop(_STATE, None)
+            old.slots.pop(_STATE)
         self._owners[state.token] = conn
-        conn.state[_STATE] = state
+        conn.slots.set(_STATE, state)

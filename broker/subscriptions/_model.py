@@ -10,6 +10,7 @@ import trio
 
 from adapters.base import EventMatcher
 from broker.cursors import ResumeState
+from broker.dispatch import Slot, Slots
 
 MAX_PER_CONNECTION: Final = 1024
 
@@ -18,7 +19,7 @@ class Subscriber(Protocol):
     """The connection side of a subscription (a WebSocket connection)."""
 
     @property
-    def state(self) -> dict[str, object]: ...
+    def slots(self) -> Slots: ...
 
     def send_frame(self, frame: bytes) -> bool: ...
 
@@ -121,11 +122,15 @@ class NoCursors:
         await trio.lowlevel.checkpoint()
 
 
+#: A connection's subscriptions by id.
+SUBSCRIPTIONS: Final[Slot[dict[str, Subscription]]] = Slot("subscriptions")
+
+
 def connection_subs(conn: Subscriber) -> dict[str, Subscription]:
-    subs = conn.state.get("subscriptions")
+    subs = conn.slots.get(SUBSCRIPTIONS)
     if subs is None:
-        subs = conn.state["subscriptions"] = {}
-    assert isinstance(subs, dict)
+        subs = {}
+        conn.slots.set(SUBSCRIPTIONS, subs)
     return subs
 
 

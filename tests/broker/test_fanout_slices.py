@@ -12,19 +12,21 @@ import trio
 from adapters.evm.blocks import ChainBlock, LogRecord, LogsEvent
 from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS
 from broker.cursors import FeedPositions, ResumeState, new_token
+from broker.dispatch import Slot, Slots
 from broker.metrics import Metrics
 from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
 
 CHAIN = "eip155:1"
 TOKEN = "0x" + "aa" * 20
 LOGS_PER_BLOCK = 3
+RESUME: Slot[ResumeState] = Slot("resume")
 
 
 class Sink:
     """A connection as the fan-out sees it: every write it was given, whole."""
 
     def __init__(self) -> None:
-        self.state: dict[str, object] = {}
+        self.slots = Slots()
         self.writes: list[bytes] = []
 
     def send_frame(self, frame: bytes) -> bool:
@@ -42,9 +44,10 @@ class Cursors:
         self.live = live
 
     def state_for(self, conn: Subscriber, chain: str) -> ResumeState:
-        state = conn.state.get("resume")
-        if not isinstance(state, ResumeState):
-            state = conn.state["resume"] = ResumeState(self.live, new_token())
+        state = conn.slots.get(RESUME)
+        if state is None:
+            state = ResumeState(self.live, new_token())
+            conn.slots.set(RESUME, state)
         state.follow(chain)
         return state
 
@@ -114,8 +117,8 @@ async def test_a_large_fan_out_goes_in_slices_and_every_cursor_stays_exact() -> 
     assert at_turn == [(len(sinks) - 1, 0)]
     assert late.writes == []
     for sink in [*sinks[:-1], newcomer]:
-        state = sink.state["resume"]
-        assert isinstance(state, ResumeState)
+        state = sink.slots.get(RESUME)
+        assert state is not None
         blocks = [2, 3] if sink is not newcomer else [3]
         assert len(sink.writes) == len(blocks)  # one write per block
         for write, number in zip(sink.writes, blocks, strict=True):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from adapters.evm.subscriptions import parse_subscribe
 from broker.cursors import CHANGES, FeedPositions, ResumeState, with_cursor
+from broker.dispatch import Slots
 from broker.subscriptions import Subscription
 from broker.subscriptions._frames import HEX_ID_LENGTH, notification_frames
 
@@ -24,7 +25,7 @@ FEEDS = [CHANGES, *CHAINS]
 
 class Sink:
     def __init__(self) -> None:
-        self.state: dict[str, object] = {}
+        self.slots = Slots()
 
     def send_frame(self, frame: bytes) -> bool:
         return True

@@ -10,6 +10,7 @@ from typing import Any
 
 from adapters.evm.subscriptions import parse_subscribe
 from broker.cursors import FeedPositions, ResumeState
+from broker.dispatch import Slots
 from broker.subscriptions import Subscription
 from broker.subscriptions._frames import HEX_ID_LENGTH, FrameBatch, notification_frames
 
@@ -21,7 +22,7 @@ class Sink:
     """A connection as the fan-out sees it: where its frames go."""
 
     def __init__(self) -> None:
-        self.state: dict[str, object] = {}
+        self.slots = Slots()
         self.sent: list[bytes] = []
 
     def send_frame(self, frame: bytes) -> bool:
