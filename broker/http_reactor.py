@@ -206,6 +206,7 @@ class HttpReactor:
 
     def _forget(self, parked: Parked) -> None:
         parked.backlog = False
+        # By identity: a connection closed meanwhile may have left its number to a newer one.
         if self._parked.get(parked.fd) is parked:
             del self._parked[parked.fd]
             self._epoll.unregister(parked.fd)

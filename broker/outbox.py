@@ -246,6 +246,8 @@ class _Flusher:
             nursery.start_soon(self._serve)
 
     def forget(self, outbox: Outbox) -> None:
+        # By identity: once a socket closed, its number may be a newer socket's, whose outbox
+        # is then the one registered under it.
         if self._waiting.get(outbox._fd) is outbox:
             del self._waiting[outbox._fd]
             with contextlib.suppress(OSError):  # closed already: the kernel dropped it
@@ -257,6 +259,8 @@ class _Flusher:
             while waiting:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 for fd, _ in epoll.poll(0, _FLUSH_BATCH):
+                    # The outbox registered under the number now: a stopped one was forgotten
+                    # before its socket closed, so a reused number never reaches it.
                     outbox = waiting.get(fd)
                     if outbox is None:
                         continue

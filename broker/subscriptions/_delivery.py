@@ -122,6 +122,8 @@ class DeliveryQueue:
             if current is None:
                 if not self._waiting:
                     break
+                # A fan-out begins (its position advanced, its subscribers taken) only here, once
+                # the one before has ended: the cursors of a connection's frames only go forward.
                 current = self._current = self._waiting.popleft()()
                 if current is None:
                     continue

@@ -245,6 +245,9 @@ class SubscriptionHub:
 
     def _begin(self, event: HubEvent, position: str | None) -> _FanOut | None:
         """The fan-out of ``event``, begun: its position advanced, its subscribers taken."""
+        # No await in this method: the position advances and the subscribers are taken in one
+        # step, so a resume that reads the log up to this position attaches either before (it is
+        # taken, and its frames carry the new cursor) or after (it replays the event): never both.
         if position is not None:
             self.positions.advance(event.chain, position, event)
         index = self._chains.get(event.chain)
@@ -350,6 +353,8 @@ class _FanOut:
         self._at = 0  # its next subscriber
 
     def run(self, until: float) -> bool:
+        # Never awaits: a slice ends by returning False, and the delivery queue checkpoints
+        # between slices. A subscription that ends meanwhile stays in ``subs``; its send refuses.
         clock = time.perf_counter
         sent = 0
         try:
