@@ -31,8 +31,8 @@ from broker.access import MemoryLimiter, RedisLimiter
 from broker.access._policy import Rate
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config
-from broker.http import HttpRequest, HttpResponse
 from broker.redis import RedisClient, redis_client, wait_for_redis
+from broker.transport.http import HttpRequest, HttpResponse
 
 RATE = Rate(1e9, 10**9)  # never refuses
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}'

@@ -62,10 +62,10 @@ from bench.synthetic import (
 from broker.app import Broker
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config, ServerConfig
-from broker.dispatch import CallContext
+from broker.rpc.dispatch import CallContext
 
 try:
-    from broker.gc_keeper import serve_gc_keeper
+    from broker.operator.gc_keeper import serve_gc_keeper
 except ImportError:  # a tree from before the keeper (``bench --before``): start-up freeze only
     from broker.cli import freeze_startup_objects
 
@@ -281,7 +281,7 @@ def main() -> None:
         dest="gc_freeze",
         action="store_false",
         help="skip the gc.freeze() that `scopecast serve` does once started and every second "
-        "(broker/gc_keeper.py; to measure it)",
+        "(broker/operator/gc_keeper.py; to measure it)",
     )
     cli.add_argument(
         "--no-response-cache",

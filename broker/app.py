@@ -5,8 +5,8 @@
 ``Broker.shutdown`` starts a graceful stop: stop accepting, let every WebSocket finish its calls and
 close it with 1012 (:meth:`broker.connections.Connections.drain`), give every connection
 ``shutdown_grace`` seconds, then cancel what is left. The chain events' path is
-:mod:`broker.event_path`, the WebSocket connections :mod:`broker.connections`, the port's 503
-while it starts :mod:`broker.start_up`.
+:mod:`broker.events.event_path`, the WebSocket connections :mod:`broker.connections`, the port's 503
+while it starts :mod:`broker.transport.start_up`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ import msgspec
 import trio
 
 from broker.access import AccessControl, KeyAccess
+from broker.access.origins import ANY_ORIGIN_LINES, rpc_grant
 from broker.config import port_error
 from broker.connections import Connections
-from broker.core import Core
-from broker.dispatch import CallContext
-from broker.http import (
+from broker.engine import Engine
+from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from broker.rpc.dispatch import CallContext
+from broker.rpc.networks import Network
+from broker.transport.http import (
     JSON_HEADERS,
     ConnectionDeadlines,
     HttpRequest,
@@ -35,17 +38,14 @@ from broker.http import (
     handle_http,
     json_error,
 )
-from broker.http_reactor import open_reactor
-from broker.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from broker.networks import Network
-from broker.origins import ANY_ORIGIN_LINES, rpc_grant
-from broker.routing import Endpoint, Route, route
-from broker.start_up import answer_not_ready, bind_error, holding, is_loopback
+from broker.transport.http_reactor import open_reactor
+from broker.transport.routing import Endpoint, Route, route
+from broker.transport.start_up import answer_not_ready, bind_error, holding, is_loopback
 from schemas.errors import ConfigError, InternalError, ServerError, Unauthenticated
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
-    from broker.session_service import SessionService
+    from broker.sessions.service import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ AdminResponder = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 
 class ConsoleResponder(Protocol):
-    """The operator console (:class:`broker.console.OperatorConsole`)."""
+    """The operator console (:class:`broker.operator.console.OperatorConsole`)."""
 
     def page(self, request: HttpRequest, file: str | None) -> HttpResponse: ...
 
@@ -93,14 +93,14 @@ class Broker:
     """Everything one scopecast process serves, on one port.
 
     It builds nothing of its own but the HTTP connections' deadlines and reactor: the
-    composition root (:mod:`broker.compose`) builds the core (:class:`~broker.core.Core`), the
+    composition root (:mod:`broker.compose`) builds the engine (:class:`~broker.engine.Engine`), the
     WebSocket connections over it, the services that run beside them (sessions, access control)
     and the resources they hold open (Redis), and hands them in.
     """
 
     def __init__(
         self,
-        core: Core,
+        engine: Engine,
         connections: Connections,
         *,
         api_keys: Collection[str] = (),
@@ -114,15 +114,15 @@ class Broker:
     ) -> None:
         """``resources`` are held open while serving, entered before the services start and
         left after (a Redis client, which coredis wants entered by a task that outlives every
-        task using it); the core's event path then starts, then ``services`` in order
+        task using it); the engine's event path then starts, then ``services`` in order
         (``service(nursery)`` returns once started); ``shutdown`` is set when the graceful stop
         begins (:meth:`shutdown`)."""
-        self.networks = core.networks
-        self.dispatcher = core.dispatcher
-        self.metrics = core.metrics
-        self.limits = core.limits
-        self.hub = core.hub
-        self.bus = core.bus
+        self.networks = engine.networks
+        self.dispatcher = engine.dispatcher
+        self.metrics = engine.metrics
+        self.limits = engine.limits
+        self.hub = engine.hub
+        self.bus = engine.bus
         self.connections = connections
         self.api_keys = frozenset(api_keys) or frozenset({DEV_API_KEY})
         self.dev_mode = not api_keys
@@ -134,7 +134,7 @@ class Broker:
         #: Where it listens, once serving.
         self.host: str | None = None
         self.port: int | None = None
-        self._services = (core.events.start, *services)
+        self._services = (engine.events.start, *services)
         self._resources = list(resources)
         self._shutdown = shutdown if shutdown is not None else trio.Event()
         self._started = False
@@ -389,7 +389,7 @@ class Broker:
             return HttpResponse(
                 200, self.metrics.render(), [(b"content-type", METRICS_CONTENT_TYPE.encode())]
             )
-        if target.endpoint is Endpoint.ADMIN:  # no CORS grant (broker.origins), no preflight
+        if target.endpoint is Endpoint.ADMIN:  # no CORS grant (broker.access.origins), no preflight
             if self.admin is None:
                 return json_error(404, ServerError("admin API not enabled"))
             return await self.admin(request)
@@ -408,7 +408,7 @@ class Broker:
         return answer
 
     def _rpc_grant(self, request: HttpRequest, api_key: str | None) -> list[tuple[bytes, bytes]]:
-        """The CORS headers of an answer on a JSON-RPC path (:mod:`broker.origins`)."""
+        """The CORS headers of an answer on a JSON-RPC path (:mod:`broker.access.origins`)."""
         policy = (
             None if self.access is None or api_key is None else self.access.policies.get(api_key)
         )

@@ -16,7 +16,6 @@ from typing import Final, NoReturn
 import trio
 
 from broker import compose
-from broker.admin import AdminApi
 from broker.app import DEV_API_KEY, Broker
 from broker.compose import (
     DEV_ADMIN_TOKEN,
@@ -24,9 +23,10 @@ from broker.compose import (
     open_broker,
 )
 from broker.config import PORT_RANGE, Config, ConfigError, env_list, load_config
-from broker.gc_keeper import serve_gc_keeper
+from broker.operator.admin import AdminApi
+from broker.operator.gc_keeper import serve_gc_keeper
+from broker.operator.status_server import serve_status
 from broker.redis import LeaseTiming
-from broker.status_server import serve_status
 
 log = logging.getLogger("scopecast")
 

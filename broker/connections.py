@@ -13,16 +13,16 @@ from urllib.parse import unquote
 
 import trio
 
-from broker import frames
-from broker.client_profiles import profile_named
-from broker.dispatch import CallContext, Dispatcher
-from broker.http import HttpRequest, HttpResponse, Upgrade
-from broker.limits import Limits
+from broker.events.resume import ResumeKeeper
+from broker.events.resume._keeper import resumed_message
 from broker.metrics import Metrics
-from broker.resume import ResumeKeeper
-from broker.resume._keeper import resumed_message
-from broker.websocket import WebSocketConnection
-from broker.ws_protocol import RemoteProtocolError, accept_handshake
+from broker.rpc.dispatch import CallContext, Dispatcher
+from broker.sessions.client_profiles import profile_named
+from broker.transport import frames
+from broker.transport.http import HttpRequest, HttpResponse, Upgrade
+from broker.transport.limits import Limits
+from broker.transport.websocket import WebSocketConnection
+from broker.transport.ws_protocol import RemoteProtocolError, accept_handshake
 from schemas.errors import RpcError
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from prometheus_client.core import (
 
 if TYPE_CHECKING:
     from adapters.base import ChainAdapter
-    from broker.response_cache import ResponseStore
+    from broker.rpc.response_cache import ResponseStore
     from schemas.errors import RpcError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

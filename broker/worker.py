@@ -1,7 +1,7 @@
 """``scopecast worker``: each chain's ingestion, run once across all workers and published to Redis.
 
 Every chain has a lease in Redis (``SET NX PX``). The worker holding it runs the chain's
-:class:`~broker.ingest.ChainIngestion` and renews the lease well before it expires; any other
+:class:`~broker.events.ingest.ChainIngestion` and renews the lease well before it expires; any other
 worker stands by and takes the lease within ``ttl + standby_poll`` seconds of the leader's death.
 A new leader resumes where the stream stops: it seeds its head tracker with the last published head
 (and a few ancestors, so that a reorganisation across the hand-over is still seen as one), backfills
@@ -44,13 +44,12 @@ from adapters.backoff import Backoff
 from adapters.base import ChainAdapter
 from adapters.evm.blocks import ChainBlock
 from adapters.evm.chain_adapter import BlockSource
-from broker.activity import ActivityDemand, RedisActivityDemand
-from broker.bus import EventBus, EventHandler, Position
-from broker.events import ChainEvent, FamilyEvent, HeadEvent, HubEvent
-from broker.family_codecs import stays_in_process, travelling_codec
-from broker.ingest import ChainIngestion
+from broker.events.activity import ActivityDemand, RedisActivityDemand
+from broker.events.bus import EventBus, EventHandler, Position
+from broker.events.chain_events import ChainEvent, FamilyEvent, HeadEvent, HubEvent
+from broker.events.family_codecs import stays_in_process, travelling_codec
+from broker.events.ingest import ChainIngestion
 from broker.metrics import Metrics
-from broker.networks import Network
 from broker.redis import (
     ChainLease,
     EventDeduper,
@@ -66,6 +65,7 @@ from broker.redis import (
     process_name,
     redis_client,
 )
+from broker.rpc.networks import Network
 
 log = logging.getLogger(__name__)
 

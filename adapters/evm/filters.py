@@ -10,7 +10,7 @@ The events are kept once, in a journal shared by every filter (each filter holds
 it), from the oldest place a filter still has to read: memory grows with the events of the last
 ``FILTER_TIMEOUT``, not with the number of filters times their events. A filter left more than
 ``MAX_BUFFERED`` events behind (the journal's bound) gets ``LimitExceeded`` on its next poll.
-Params are decoded by the Structs of :mod:`schemas.filters`, the filter object as geth reads it
+Params are decoded by the Structs of :mod:`schemas.filter_params`, the filter object as geth reads it
 (:func:`adapters.evm.log_filter.parse_filter`).
 """
 
@@ -29,7 +29,7 @@ from adapters.evm.blocks import ChainEvent, HeadEvent, LogsEvent
 from adapters.evm.log_filter import LogCriteria, parse_filter
 from adapters.evm.subscriptions import log_payload
 from schemas.errors import InvalidParams, LimitExceeded, ServerError
-from schemas.filters import filter_id_params, filter_object_params
+from schemas.filter_params import filter_id_params, filter_object_params
 from schemas.params import decode_positional
 
 FILTER_TIMEOUT: Final = 15 * 60.0

@@ -8,7 +8,7 @@ SPEC §8: a filter names at most 5,000 addresses and topics, and ``blockhash`` e
 from __future__ import annotations
 
 from adapters.evm.log_filter import parse_filter
-from schemas.filters import filter_object_params
+from schemas.filter_params import filter_object_params
 from schemas.params import decode_positional
 
 

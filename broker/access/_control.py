@@ -28,10 +28,10 @@ from broker.access._keys import KeyPolicy
 from broker.access._limiter import Limiter, LimiterUnavailable
 from broker.access._policy import Rate, Taken, origin_allowed, retry_after_seconds
 from broker.access._tokens import Claims, verify_token
-from broker.dispatch import CallContext
-from broker.http import JSON_HEADERS, HttpRequest, HttpResponse, Upgrade, json_error
-from broker.wall_clock import SYSTEM_CLOCK, WallClock
-from broker.websocket import WebSocketConnection
+from broker.rpc.dispatch import CallContext
+from broker.sessions.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.transport.http import JSON_HEADERS, HttpRequest, HttpResponse, Upgrade, json_error
+from broker.transport.websocket import WebSocketConnection
 from schemas.access import refresh_token_params
 from schemas.errors import (
     AccessDenied,
@@ -321,7 +321,7 @@ def _origin_denied(origin: str | None) -> AccessDenied:
 
 
 class KeyAccess:
-    """One request's (or one WebSocket's) key: what :class:`~broker.dispatch.Access` asks."""
+    """One request's (or one WebSocket's) key: what :class:`~broker.rpc.dispatch.Access` asks."""
 
     __slots__ = ("_control", "claims", "origin", "policy", "refused_for_us")
 

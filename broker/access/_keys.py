@@ -15,8 +15,8 @@ from pathlib import Path
 
 from broker.access._policy import MethodRule, OriginPattern, Rate
 from broker.access._tokens import TokenKey
-from broker.client_profiles import profile_named
 from broker.config import KeyConfig
+from broker.sessions.client_profiles import profile_named
 from schemas.errors import ConfigError
 
 
@@ -32,7 +32,7 @@ class KeyPolicy:
     max_subscriptions: int | None = None
     secret: bytes | None = None
     token_key: TokenKey | None = None
-    #: The client profile (:mod:`broker.client_profiles`) of the key's requests; None: SPEC's.
+    #: The client profile (:mod:`broker.sessions.client_profiles`) of the key's requests; None: SPEC's.
     client: str | None = None
 
 

@@ -9,7 +9,7 @@ key's): a request must pass both, so a token never widens what the key allows.
 
 PyJWT checks the signature, the algorithm, the audience and that the claims are there; the time
 claims are compared here with the ``now`` the caller gives (PyJWT would read the system's clock,
-and the broker's wall clock is given to it: :mod:`broker.wall_clock`), as PyJWT compares them.
+and the broker's wall clock is given to it: :mod:`broker.sessions.wall_clock`), as PyJWT compares them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Literal
 from adapters.base import AccountAdapter, ChainAdapter, DevOptions, NetworkSpec
 from adapters.registry import AdapterNotFound, available, load
 from broker.config import Config, ConfigError, network_specs, url_port_error
-from broker.networks import Network
+from broker.rpc.networks import Network
 
 DEV_ADMIN_TOKEN = "dev"
 #: Seconds a chain adapter's call may take (a network's ``call_timeout``, README "Configuration").

@@ -1,4 +1,4 @@
-"""The whole broker a config and options describe: the core, then the Redis backends, sessions and
+"""The whole broker a config and options describe: the engine, then the Redis backends, sessions and
 approvals, access control, the operator API and console, each built from what it uses and wired
 to the others here."""
 
@@ -22,11 +22,8 @@ from broker.access import (
     RedisLimiter,
     key_policies,
 )
-from broker.activity import ActivityDemand, RedisActivityDemand
-from broker.admin import AdminApi
 from broker.app import Broker, Service
-from broker.approvals import ApprovalPolicy
-from broker.compose._core import build_core
+from broker.compose._engine import build_engine
 from broker.compose._networks import (
     DEV_ADMIN_TOKEN,
     ServeOptions,
@@ -39,10 +36,13 @@ from broker.compose._networks import (
 from broker.compose._webhooks import local_webhooks, redis_webhooks
 from broker.config import Config, ConfigError, ServerConfig, network_specs, port_error
 from broker.connections import ConnectionHook
-from broker.console import OperatorConsole, OperatorFeed
-from broker.core import Core
-from broker.limits import Limits
-from broker.networks import Network, Networks
+from broker.engine import Engine
+from broker.events.activity import ActivityDemand, RedisActivityDemand
+from broker.events.resume import RedisResumeStore, ResumeKeeper
+from broker.events.session_changes import MemoryChangeBus
+from broker.events.webhooks import WebhookOperations
+from broker.operator.admin import AdminApi
+from broker.operator.console import OperatorConsole, OperatorFeed
 from broker.redis import (
     EpochWatch,
     InterestSharing,
@@ -56,13 +56,13 @@ from broker.redis import (
     process_name,
     redis_client,
 )
-from broker.resume import RedisResumeStore, ResumeKeeper
-from broker.session_changes import MemoryChangeBus
-from broker.session_service import SessionService
-from broker.signing import SigningGateway
-from broker.start_up import is_loopback
-from broker.wall_clock import SYSTEM_CLOCK, WallClock
-from broker.webhooks import WebhookOperations
+from broker.rpc.networks import Network, Networks
+from broker.sessions.approvals import ApprovalPolicy
+from broker.sessions.service import SessionService
+from broker.sessions.signing import SigningGateway
+from broker.sessions.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.transport.limits import Limits
+from broker.transport.start_up import is_loopback
 from broker.worker import ChainLeaders
 
 # -- Redis (README "Several processes (Redis)") -----------------------------------------------------
@@ -147,30 +147,30 @@ def _limits(server: ServerConfig) -> Limits:
 
 
 def _access_control(
-    config: Config, core: Core, redis: RedisClient | None, clock: WallClock
+    config: Config, engine: Engine, redis: RedisClient | None, clock: WallClock
 ) -> AccessControl:
     """The ``[keys.*]`` rules and limits (README "Keys and limits"), counted in Redis if given."""
     policies = key_policies(config.keys)
     return AccessControl(
         policies,
         RedisLimiter(redis) if redis is not None else MemoryLimiter(),
-        AccessMetrics(core.metrics.registry, policies),
+        AccessMetrics(engine.metrics.registry, policies),
         when_down=config.server.limits_when_redis_down,
         token_grace=config.server.token_grace,
         clock=clock,
     )
 
 
-def _serve_sessions(core: Core, sessions: SessionService) -> None:
+def _serve_sessions(engine: Engine, sessions: SessionService) -> None:
     """Give the dispatcher the ``wallet_*`` methods and the signing gateway, the metrics the
     sessions gauge, and resume the session side of its replays (they use each other)."""
     for name, handler in sessions.methods().items():
-        core.dispatcher.register(name, handler)
-    signing = SigningGateway(core.networks, core.dispatcher, sessions.policy)
-    core.dispatcher.add_fallback(signing.call, signing.methods)
-    core.metrics.sessions.set_function(sessions.watched)  # read at every scrape
-    if core.resume is not None:
-        core.resume.sessions = sessions
+        engine.dispatcher.register(name, handler)
+    signing = SigningGateway(engine.networks, engine.dispatcher, sessions.policy)
+    engine.dispatcher.add_fallback(signing.call, signing.methods)
+    engine.metrics.sessions.set_function(sessions.watched)  # read at every scrape
+    if engine.resume is not None:
+        engine.resume.sessions = sessions
 
 
 def _admin_token(options: ServeOptions, config: Config, policy: ApprovalPolicy) -> str | None:
@@ -229,7 +229,7 @@ def build_broker(
     # Which chains' blocks carry their transactions: with Redis, announced to the worker.
     announced = RedisActivityDemand(redis.client, process_name(), linger=window) if redis else None
     activity = announced or ActivityDemand(linger=window)
-    core = build_core(
+    engine = build_engine(
         networks,
         _limits(server),
         bus=redis.bus if redis else None,
@@ -245,9 +245,9 @@ def build_broker(
     )
     sessions = SessionService(
         networks,
-        core.dispatcher,
-        core.hub,
-        resume=core.resume,
+        engine.dispatcher,
+        engine.hub,
+        resume=engine.resume,
         store=redis.store if redis else None,
         changes=changes,
         policy=policy,
@@ -255,7 +255,7 @@ def build_broker(
         clock=clock,
         process_id=process_id,
     )
-    _serve_sessions(core, sessions)
+    _serve_sessions(engine, sessions)
     # In the order they run: a connection's session is tracked before anyone else hears of it.
     on_connect: list[ConnectionHook] = [sessions.track]
     on_disconnect: list[ConnectionHook] = [sessions.untrack]
@@ -270,27 +270,27 @@ def build_broker(
             f"{process_name()}/{process_id[:8]}",
             ttl=server.resume_window,
         )
-        core.hub.share_interest = sharing.include
+        engine.hub.share_interest = sharing.include
         services.append(sharing.start)
         if given.role == "all":  # this process competes for the chains' leases like a worker
             services.append(
-                ChainLeaders(list(networks), redis.bus, core.metrics, activity=activity)
+                ChainLeaders(list(networks), redis.bus, engine.metrics, activity=activity)
             )
     if announced is not None:
         services.append(_announcer(announced, networks))
     access = None
     if config.keys:
-        access = _access_control(config, core, redis.client if redis else None, clock)
+        access = _access_control(config, engine, redis.client if redis else None, clock)
         services.append(access.start)
         if access.uses_tokens:
             on_connect.append(access.watch)
             on_disconnect.append(access.unwatch)
-            core.dispatcher.register(REFRESH_METHOD, access.refresh_token)
+            engine.dispatcher.register(REFRESH_METHOD, access.refresh_token)
     if redis is not None:
-        services.append(redis.repair_after_loss(sessions, core.resume, access))
+        services.append(redis.repair_after_loss(sessions, engine.resume, access))
     webhooks: WebhookOperations | None = None
     if redis is None:  # one process: it delivers them too
-        local = local_webhooks(core.bus, list(networks), server, activity)
+        local = local_webhooks(engine.bus, list(networks), server, activity)
         services.append(local.start)
         webhooks = local
     else:
@@ -301,7 +301,7 @@ def build_broker(
     token = _admin_token(given, config, policy)
     admin = AdminApi(
         networks,
-        core.metrics,
+        engine.metrics,
         sessions,
         token,
         public_token=token == DEV_ADMIN_TOKEN,
@@ -317,8 +317,8 @@ def build_broker(
         feed, admin, dev_token=admin.accepts(DEV_ADMIN_TOKEN), stopping=shutdown.wait
     )
     return Broker(
-        core,
-        core.connections(on_connect=on_connect, on_disconnect=on_disconnect),
+        engine,
+        engine.connections(on_connect=on_connect, on_disconnect=on_disconnect),
         api_keys=api_keys,
         services=services,
         resources=resources,

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from adapters.base import SubscriptionFamily
 from adapters.evm.chain_adapter import BlockSource
 from adapters.evm.subscriptions import follows_activity
-from broker.activity import ActivityDemand
-from broker.bus import EventBus
 from broker.config import ServerConfig
-from broker.event_path import node_call
-from broker.family_codecs import travelling_codec
-from broker.networks import Network
-from broker.redis import RedisClient, RedisEventBus
-from broker.webhooks import (
+from broker.events.activity import ActivityDemand
+from broker.events.bus import EventBus
+from broker.events.event_path import node_call
+from broker.events.family_codecs import travelling_codec
+from broker.events.webhooks import (
     MemoryWebhookStore,
     RedisWebhookStore,
     RetryPolicy,
@@ -28,6 +26,8 @@ from broker.webhooks import (
     WebhookSettings,
     newest_position,
 )
+from broker.redis import RedisClient, RedisEventBus
+from broker.rpc.networks import Network
 
 
 def webhook_settings(server: ServerConfig) -> WebhookSettings:

@@ -10,7 +10,8 @@ import coredis
 import msgspec
 import trio
 
-from broker.bus import DEFAULT_RESUME_WINDOW, Position
+from broker.events.bus import DEFAULT_RESUME_WINDOW, Position
+from broker.events.session_changes import ChangeHandler, SessionChange, SessionChangeBus
 from broker.redis._client import BLOCK_MS, DEFAULT_PREFIX, RedisClient
 from broker.redis._streams import (
     as_bytes,
@@ -19,7 +20,6 @@ from broker.redis._streams import (
     start_positions,
     stream_holds,
 )
-from broker.session_changes import ChangeHandler, SessionChange, SessionChangeBus
 
 log = logging.getLogger(__name__)
 

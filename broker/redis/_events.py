@@ -18,8 +18,8 @@ from coredis.response.types import StreamEntry
 
 from adapters.base import EventCodec
 from adapters.evm.blocks import ChainBlock
-from broker.bus import DEFAULT_RESUME_WINDOW, EventBus, EventHandler, Position
-from broker.events import ChainEvent, FamilyEvent, HeadEvent, HubEvent, LogsEvent
+from broker.events.bus import DEFAULT_RESUME_WINDOW, EventBus, EventHandler, Position
+from broker.events.chain_events import ChainEvent, FamilyEvent, HeadEvent, HubEvent, LogsEvent
 from broker.redis._client import BLOCK_MS, DEFAULT_PREFIX, RedisClient
 from broker.redis._streams import (
     READ_COUNT,

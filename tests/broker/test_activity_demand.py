@@ -4,8 +4,8 @@ tracker sends a block that has transactions but no logs as a logs event, removed
 
 from adapters.evm.blocks import ChainBlock, TransactionRecord
 from adapters.evm.heads import Advanced, HeadTracker
-from broker.activity import ActivityDemand
-from broker.events import HeadEvent, LogsEvent
+from broker.events.activity import ActivityDemand
+from broker.events.chain_events import HeadEvent, LogsEvent
 
 CHAIN = "eip155:1337"
 

@@ -12,8 +12,8 @@ import trio
 import trio.testing
 
 from adapters.base import SigningRequest
-from broker.approvals import ApprovalPolicy, _operator_accounts, auto_accounts
 from broker.sessions import Identity, SessionRequest, parse_create_session
+from broker.sessions.approvals import ApprovalPolicy, _operator_accounts, auto_accounts
 from schemas.errors import UserRejected
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

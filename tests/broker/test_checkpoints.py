@@ -12,10 +12,10 @@ import trio.testing
 
 from broker.access import MemoryLimiter
 from broker.access._policy import Rate
-from broker.bus import MemoryBus
-from broker.resume._records import MemoryResumeStore
-from broker.session_changes import MemoryChangeBus
-from broker.subscriptions._model import NoCursors
+from broker.events.bus import MemoryBus
+from broker.events.resume._records import MemoryResumeStore
+from broker.events.session_changes import MemoryChangeBus
+from broker.events.subscriptions._model import NoCursors
 
 # The interfaces are typed for real events and records; these backends only keep them.
 EVENT = types.SimpleNamespace(chain="eip155:1")

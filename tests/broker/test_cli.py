@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker import frames
 from broker.cli import build_broker, parser
 from broker.config import Config, ConfigError, load_config, url_port_error
+from broker.transport import frames
 from tests.adapters.upstream.e2e import FIXTURES, needs_fixtures
 from tests.support.rawws import RawWebSocket
 

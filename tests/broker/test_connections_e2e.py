@@ -10,9 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from broker import frames
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
+from broker.transport import frames
 from tests.support.inprocess import RunningBroker, dapp, running_broker
 from tests.support.rawws import RawWebSocket
 from tests.support.waiting import eventually

@@ -1,4 +1,4 @@
-"""CORS is the broker's policy per endpoint (broker.origins), over real sockets: the JSON-RPC
+"""CORS is the broker's policy per endpoint (broker.access.origins), over real sockets: the JSON-RPC
 paths grant browser dapps (any origin, or the key's ``origins``), the operator endpoints grant
 nobody, and ``/admin`` refuses a page of another origin before it looks at the token."""
 
@@ -11,9 +11,9 @@ import msgspec
 import pytest
 import trio
 
+from broker.access.origins import loopback_host, same_origin
 from broker.compose import ServeOptions
 from broker.config import Config
-from broker.origins import loopback_host, same_origin
 from tests.support.inprocess import RunningBroker, running_broker
 
 APP = "https://app.example.com"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.bus import MemoryLog
-from broker.cursors import (
+from broker.events.bus import MemoryLog
+from broker.events.cursors import (
     TOKEN_LENGTH,
     FeedPositions,
     ResumeState,

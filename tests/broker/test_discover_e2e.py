@@ -17,7 +17,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT7
 
 from adapters.evm.openrpc import ACCOUNT_METHODS, DEV_METHODS, NODE_METHODS
-from broker.discover import ADMIN_METHODS, BROKER_METHODS, NOTIFICATIONS
+from broker.rpc.discover import ADMIN_METHODS, BROKER_METHODS, NOTIFICATIONS
 from tests.support.inprocess import RunningBroker
 
 INTEROP = Path(__file__).resolve().parents[1] / "interop"

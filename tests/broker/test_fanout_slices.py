@@ -1,4 +1,4 @@
-"""A fan-out in slices (``broker.subscriptions._delivery``): other tasks run between two slices,
+"""A fan-out in slices (``broker.events.subscriptions._delivery``): other tasks run between two slices,
 each subscriber gets an event's frames in one write, and what a cursor says stays exact (events in
 order, a subscription that ends or begins meanwhile, whatever waits its turn behind them)."""
 
@@ -11,10 +11,10 @@ import trio
 
 from adapters.evm.blocks import ChainBlock, LogRecord, LogsEvent
 from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS
-from broker.cursors import FeedPositions, ResumeState, new_token
-from broker.dispatch import Slot, Slots
+from broker.events.cursors import FeedPositions, ResumeState, new_token
+from broker.events.subscriptions import Subscriber, Subscription, SubscriptionHub
 from broker.metrics import Metrics
-from broker.subscriptions import Subscriber, Subscription, SubscriptionHub
+from broker.rpc.dispatch import Slot, Slots
 
 CHAIN = "eip155:1"
 TOKEN = "0x" + "aa" * 20

@@ -15,12 +15,16 @@ import trio.testing
 import wsproto.events as wse
 from wsproto.connection import Connection, ConnectionType
 
-from broker.admin import WRONG_TOKEN
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config
-from broker.console._feed import OperatorFeed
-from broker.console._feed_connection import CLOSE_WRONG_TOKEN, SIGN_IN_TIMEOUT, FeedConnection
-from broker.ws_protocol import CLOSE_GRACE
+from broker.operator.admin import WRONG_TOKEN
+from broker.operator.console._feed import OperatorFeed
+from broker.operator.console._feed_connection import (
+    CLOSE_WRONG_TOKEN,
+    SIGN_IN_TIMEOUT,
+    FeedConnection,
+)
+from broker.transport.ws_protocol import CLOSE_GRACE
 
 TOKEN = "the-admin-token"
 StreamPair = Callable[[], tuple[trio.abc.Stream, trio.abc.Stream]]

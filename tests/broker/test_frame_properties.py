@@ -1,4 +1,4 @@
-"""Property tests of the fan-out's notification frames (``broker.subscriptions._frames``): a frame's
+"""Property tests of the fan-out's notification frames (``broker.events.subscriptions._frames``): a frame's
 length is computed apart from its bytes (from the framing and the positions alone), so every frame,
 however its parts were shared, is parsed back here: its WebSocket header states exactly the length
 of its payload, and its JSON is, byte for byte, the notification encoded whole (the slow path)."""
@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.evm.subscriptions import parse_subscribe
-from broker.cursors import CHANGES, FeedPositions, ResumeState, with_cursor
-from broker.dispatch import Slots
-from broker.subscriptions import Subscription
-from broker.subscriptions._frames import HEX_ID_LENGTH, notification_frames
+from broker.events.cursors import CHANGES, FeedPositions, ResumeState, with_cursor
+from broker.events.subscriptions import Subscription
+from broker.events.subscriptions._frames import HEX_ID_LENGTH, notification_frames
+from broker.rpc.dispatch import Slots
 
 CHAINS = ["eip155:1", "eip155:1337", "solana:FKgV6EmdcJjWdiHxuVJKdr6qyT74uYMU", "ledger:demo"]
 FEEDS = [CHANGES, *CHAINS]

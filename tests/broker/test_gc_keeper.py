@@ -1,4 +1,4 @@
-"""The GC keeper (``broker.gc_keeper``) freezes what survives a collection, which is safe only
+"""The GC keeper (``broker.operator.gc_keeper``) freezes what survives a collection, which is safe only
 because a connection that ends leaves no reference cycle: both are checked here, the second with
 real connections (sessions, subscriptions, a notification) that end."""
 
@@ -9,7 +9,7 @@ import gc
 
 import trio
 
-from broker.gc_keeper import collect_and_freeze
+from broker.operator.gc_keeper import collect_and_freeze
 from tests.support.inprocess import RunningBroker, dapp
 from tests.support.waiting import eventually
 

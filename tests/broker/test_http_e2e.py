@@ -16,8 +16,14 @@ import trio.testing
 
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
-from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResponse, handle_http
-from broker.limits import Limits
+from broker.transport.http import (
+    IDLE_TIMEOUT,
+    ConnectionDeadlines,
+    HttpRequest,
+    HttpResponse,
+    handle_http,
+)
+from broker.transport.limits import Limits
 from tests.support.inprocess import RunningBroker, running_broker
 from tests.support.rawws import RawWebSocket
 from tests.support.waiting import eventually

@@ -1,6 +1,6 @@
 """An HTTP connection is its own failure domain, over real sockets: a plug-in whose ``call_now``
 raises, or gives what cannot be encoded, costs the request that asked (a -32603 answer naming the
-adapter, logged once, from the plug-in boundary of broker.plugin_calls), and a plug-in fault that
+adapter, logged once, from the plug-in boundary of broker.rpc.plugin_calls), and a plug-in fault that
 escapes the dispatcher (its ``cache_epoch`` raising, asked before any call) reaches the HTTP
 boundary of its connection and costs that connection only: the reactor task serving every parked
 keep-alive connection goes on, and a bystander connection keeps getting answers. (That what
@@ -21,8 +21,8 @@ import trio.testing
 
 from adapters.base import ChainAdapter, NetworkSpec
 from broker.app import Broker
-from broker.compose import build_core_broker
-from broker.networks import Network, Networks
+from broker.compose import build_bare_broker
+from broker.rpc.networks import Network, Networks
 
 CHAIN = "faultprobe:1"
 
@@ -97,7 +97,7 @@ class KeepAlive:
 
 @asynccontextmanager
 async def serving() -> AsyncIterator[Broker]:
-    broker = build_core_broker(Networks([Network("probe", CHAIN, RaisingCallNow())]))
+    broker = build_bare_broker(Networks([Network("probe", CHAIN, RaisingCallNow())]))
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.serve, "127.0.0.1", 0)
         yield broker

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from broker.http_protocol import (
+from broker.transport.http_protocol import (
     ENDED,
     NEED_DATA,
     HttpResponse,

@@ -1,4 +1,4 @@
-"""The HTTP reactor (broker.http_reactor) on socket pairs, with trio's clock jumping: parked
+"""The HTTP reactor (broker.transport.http_reactor) on socket pairs, with trio's clock jumping: parked
 connections are answered by the reactor's task while answers come at once, and every other case
 goes back to the connection's own task, in order, with nothing lost."""
 
@@ -13,8 +13,14 @@ import pytest
 import trio
 import trio.testing
 
-from broker.http import IDLE_TIMEOUT, ConnectionDeadlines, HttpRequest, HttpResponse, handle_http
-from broker.http_reactor import TURN, HttpReactor
+from broker.transport.http import (
+    IDLE_TIMEOUT,
+    ConnectionDeadlines,
+    HttpRequest,
+    HttpResponse,
+    handle_http,
+)
+from broker.transport.http_reactor import TURN, HttpReactor
 
 
 def post(body: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""Notification frames, sans-io (``broker.subscriptions._frames``): each subscriber's frame is a
+"""Notification frames, sans-io (``broker.events.subscriptions._frames``): each subscriber's frame is a
 whole WebSocket text frame whose JSON names its subscription, carries the payload, and (when its
 connection can resume) its own cursor, however the shared parts are reused between subscribers."""
 
@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from adapters.evm.subscriptions import parse_subscribe
-from broker.cursors import FeedPositions, ResumeState
-from broker.dispatch import Slots
-from broker.subscriptions import Subscription
-from broker.subscriptions._frames import HEX_ID_LENGTH, FrameBatch, notification_frames
+from broker.events.cursors import FeedPositions, ResumeState
+from broker.events.subscriptions import Subscription
+from broker.events.subscriptions._frames import HEX_ID_LENGTH, FrameBatch, notification_frames
+from broker.rpc.dispatch import Slots
 
 PAYLOAD = b'{"number":"0x10"}'
 SCOPE = "eip155:1"

@@ -11,9 +11,9 @@ import trio
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
-from broker.admin import DISABLED, AdminApi
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
+from broker.operator.admin import DISABLED, AdminApi
 from broker.sessions import Identity, Session
 from tests.support.inprocess import Dapp, RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.processes import start_scopecast

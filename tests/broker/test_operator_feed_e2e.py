@@ -18,11 +18,11 @@ import trio
 import trio.testing
 import trio_websocket
 
-from broker.admin import DISABLED
 from broker.compose import ServeOptions
 from broker.config import Config, ServerConfig
-from broker.console._feed import FeedSubscriber
-from broker.console._feed_connection import CLOSE_WRONG_TOKEN
+from broker.operator.admin import DISABLED
+from broker.operator.console._feed import FeedSubscriber
+from broker.operator.console._feed_connection import CLOSE_WRONG_TOKEN
 from broker.sessions import Identity, Session
 from tests.support.inprocess import RunningBroker, dapp, running_broker, waiting_approval
 from tests.support.rawws import RawWebSocket

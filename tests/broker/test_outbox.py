@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from broker import frames
-from broker.outbox import Outbox
+from broker.transport import frames
+from broker.transport.outbox import Outbox
 
 
 @pytest.fixture(autouse=True, params=["epoll", "portable"])

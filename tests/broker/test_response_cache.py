@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.base import CacheEpoch, Lifetime
-from broker.response_cache import HeadEpochs, Recent, RecentBodies, ResponseStore
+from broker.rpc.response_cache import HeadEpochs, Recent, RecentBodies, ResponseStore
 
 E1 = CacheEpoch(10, "0xa", 0)
 E2 = CacheEpoch(11, "0xb", 0)  # the next head

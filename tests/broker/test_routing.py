@@ -3,9 +3,9 @@
 import pytest
 import trio
 
-from broker.compose import build_core_broker
-from broker.networks import Network, Networks
-from broker.routing import Endpoint, Route, route
+from broker.compose import build_bare_broker
+from broker.rpc.networks import Network, Networks
+from broker.transport.routing import Endpoint, Route, route
 from schemas.errors import ConfigError
 from tests.support.fake_chain import CHAIN, FakeChain
 
@@ -56,7 +56,7 @@ class _CountingChain(FakeChain):
 
 async def test_an_adapter_shared_by_networks_starts_and_closes_once() -> None:
     shared = _CountingChain()
-    broker = build_core_broker(
+    broker = build_bare_broker(
         Networks([Network("a", CHAIN, shared), Network("b", "eip155:2", shared)], default="a")
     )
     with trio.fail_after(30):
@@ -68,7 +68,7 @@ async def test_an_adapter_shared_by_networks_starts_and_closes_once() -> None:
 
 async def test_a_port_taken_closes_the_adapters_started_and_says_so_in_one_line() -> None:
     shared = _CountingChain()
-    broker = build_core_broker(Networks([Network("a", CHAIN, shared)]))
+    broker = build_bare_broker(Networks([Network("a", CHAIN, shared)]))
     with trio.fail_after(30), trio.socket.socket() as taken:
         await taken.bind(("127.0.0.1", 0))
         taken.listen()

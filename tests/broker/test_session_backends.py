@@ -231,7 +231,7 @@ class Records(logging.Handler):
 async def test_a_failing_session_store_logs_one_traceback_then_a_line_per_check(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    logger = logging.getLogger("broker.session_service")
+    logger = logging.getLogger("broker.sessions.service")
     records = Records()
     logger.addHandler(records)
     try:

@@ -4,7 +4,7 @@ import httpx
 import trio
 
 from broker.metrics import Metrics
-from broker.status_server import serve_status
+from broker.operator.status_server import serve_status
 
 
 async def test_metrics_and_health_are_served_and_nothing_else() -> None:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from broker.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send, WaitUntil
-from broker.webhooks._sender import judge
+from broker.events.webhooks._queue import Delivery, DeliveryQueue, RetryPolicy, Send, WaitUntil
+from broker.events.webhooks._sender import judge
 
 
 def deliveries(cursor: str, count: int = 1) -> list[Delivery]:

@@ -10,8 +10,8 @@ import wsproto
 import wsproto.events as wse
 from wsproto.frame_protocol import CloseReason
 
-from broker import frames
-from broker.ws_protocol import (
+from broker.transport import frames
+from broker.transport.ws_protocol import (
     CLOSED,
     CLOSING,
     DRAINING,

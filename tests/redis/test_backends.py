@@ -14,8 +14,9 @@ import msgspec
 import pytest
 import trio
 
-from broker.bus import EventBus, MemoryBus
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.events.bus import EventBus, MemoryBus
+from broker.events.chain_events import ChainEvent, HeadEvent, LogsEvent
+from broker.events.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
 from broker.redis import (
     LIST_BATCH,
     RedisChangeBus,
@@ -24,7 +25,6 @@ from broker.redis import (
     RedisSessionStore,
     redis_client,
 )
-from broker.session_changes import MemoryChangeBus, SessionChange, SessionChangeBus
 from broker.sessions import Identity, MemorySessionStore, Session, SessionStore, encode_session
 from schemas.caip import ScopeObject
 from tests.redis.collect import Collector

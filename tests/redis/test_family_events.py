@@ -36,8 +36,8 @@ from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.base import NetworkSpec
 from adapters.solana import SolanaDevAdapter, dev_chain_id
 from broker.compose import ServeOptions
-from broker.networks import Network
 from broker.redis import LeaseTiming
+from broker.rpc.networks import Network
 from broker.worker import Worker
 from tests.redis.test_deployment import redis_process  # noqa: F401 - a fixture
 from tests.support.inprocess import RunningBroker, running_broker

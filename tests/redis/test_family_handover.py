@@ -12,10 +12,10 @@ from adapters.base import NetworkSpec
 from adapters.solana import SolanaDevAdapter, dev_chain_id
 from adapters.solana._event_codec import SolanaEventCodec
 from adapters.solana._events import SlotEvent
-from broker.events import FamilyEvent, HubEvent
+from broker.events.chain_events import FamilyEvent, HubEvent
 from broker.metrics import Metrics
-from broker.networks import Network
 from broker.redis import RedisClient, RedisEventBus
+from broker.rpc.networks import Network
 from broker.worker import ChainLeader
 from tests.redis.collect import Collector
 from tests.redis.test_worker import FAST, start

@@ -17,13 +17,13 @@ from adapters.solana import SolanaDevAdapter, dev_chain_id
 from adapters.solana._event_codec import SolanaEventCodec
 from adapters.solana._events import AccountEvent, SlotEvent
 from adapters.solana._pubsub import SolanaSubscriptions
-from broker.bus import MemoryBus
-from broker.event_path import chain_families
-from broker.events import FamilyEvent, HubEvent
+from broker.events.bus import MemoryBus
+from broker.events.chain_events import FamilyEvent, HubEvent
+from broker.events.event_path import chain_families
+from broker.events.subscriptions import SubscriptionHub
 from broker.metrics import Metrics
-from broker.networks import Network, Networks
 from broker.redis import RedisClient, RedisEventBus
-from broker.subscriptions import SubscriptionHub
+from broker.rpc.networks import Network, Networks
 from broker.worker import ChainLeaders
 from tests.redis.collect import Collector
 

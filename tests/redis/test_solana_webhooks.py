@@ -16,8 +16,8 @@ from adapters.solana import SolanaDevAdapter
 from broker.compose import ServeOptions
 from broker.compose._webhooks import redis_webhooks
 from broker.config import ServerConfig
-from broker.networks import Network
 from broker.redis import LeaseTiming
+from broker.rpc.networks import Network
 from broker.worker import Worker
 from tests.broker.test_solana_pubsub_e2e import signed_transfer
 from tests.redis.test_deployment import redis_process  # noqa: F401 - a fixture

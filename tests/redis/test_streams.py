@@ -12,7 +12,7 @@ import pytest
 import trio
 from coredis.retry import NoRetryPolicy
 
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.events.chain_events import ChainEvent, HeadEvent, LogsEvent
 from broker.redis import (
     EventDeduper,
     LeaseLost,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from broker.cursors import position_order
+from broker.events.cursors import position_order
 from tests.redis.test_deployment import (  # noqa: F401 - a fixture
     admin,
     redis_process,

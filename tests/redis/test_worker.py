@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.events.chain_events import ChainEvent, HeadEvent, LogsEvent
 from broker.metrics import Metrics
-from broker.networks import Network
 from broker.redis import LeaseTiming, RedisClient, RedisEventBus, decode_stream_event, entry_fields
+from broker.rpc.networks import Network
 from broker.worker import ChainLeader, Worker
 from schemas.errors import ConfigError
 from tests.redis.collect import Collector

@@ -19,8 +19,8 @@ import trio_websocket
 from broker.app import Broker
 from broker.compose import ServeOptions, open_broker
 from broker.config import Config
-from broker.networks import Network
-from broker.wall_clock import SYSTEM_CLOCK, WallClock
+from broker.rpc.networks import Network
+from broker.sessions.wall_clock import SYSTEM_CLOCK, WallClock
 from tests.support.waiting import eventually
 from tests.support.wall_clock import TrioWallClock
 

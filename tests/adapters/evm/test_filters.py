@@ -1,4 +1,4 @@
-"""Polled filters' params (``adapters.evm.filters``): decoded by the Structs of ``schemas.filters``, the
+"""Polled filters' params (``adapters.evm.filters``): decoded by the Structs of ``schemas.filter_params``, the
 filter object read as geth reads it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from adapters.evm.filters import MAX_BUFFERED, FilterRegistry, FilterStatistics
-from broker.events import ChainEvent, HeadEvent, LogsEvent
+from broker.events.chain_events import ChainEvent, HeadEvent, LogsEvent
 from schemas.errors import InvalidParams, LimitExceeded, ServerError
 from tests.support.fake_chain import make_block
 

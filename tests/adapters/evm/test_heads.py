@@ -18,9 +18,9 @@ from adapters.evm.heads import (
     NeedParent,
     NeedRange,
 )
-from broker.bus import MemoryBus
-from broker.events import HeadEvent, LogsEvent
-from broker.ingest import ChainIngestion
+from broker.events.bus import MemoryBus
+from broker.events.chain_events import HeadEvent, LogsEvent
+from broker.events.ingest import ChainIngestion
 from broker.metrics import Metrics
 from tests.support.fake_chain import FakeChain, make_block
 

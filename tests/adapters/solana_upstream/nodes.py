@@ -22,9 +22,9 @@ from adapters._ed25519 import DEV_MNEMONIC, derive_keypairs
 from adapters.base import NetworkSpec
 from adapters.solana import dev_chain_id
 from adapters.solana.upstream import SolanaUpstreamAdapter
-from broker.compose import build_core_broker
-from broker.limits import Limits
-from broker.networks import Network, Networks
+from broker.compose import build_bare_broker
+from broker.rpc.networks import Network, Networks
+from broker.transport.limits import Limits
 from tests.support.processes import ScopecastProcess, start_scopecast
 
 NETWORK: Final = "solana"
@@ -145,7 +145,7 @@ async def front(
         NETWORK, chain, "solana-upstream", {"upstreams": upstreams, **FAST, **options}
     )
     adapter = SolanaUpstreamAdapter(spec)
-    broker = build_core_broker(
+    broker = build_bare_broker(
         Networks([Network(NETWORK, chain, adapter)]), limits=Limits(response_cache=response_cache)
     )
     port = await nursery.start(broker.serve, "127.0.0.1", 0)

@@ -16,9 +16,9 @@ from msgspec import UNSET, UnsetType
 from adapters.base import NetworkSpec
 from adapters.upstream import UpstreamAdapter
 from broker.app import Broker
-from broker.compose import build_core_broker
-from broker.limits import Limits
-from broker.networks import Network, Networks
+from broker.compose import build_bare_broker
+from broker.rpc.networks import Network, Networks
+from broker.transport.limits import Limits
 from tests.support.conformance import CONFORMANCE_DIR, needs_conformance
 from tests.support.inprocess import Dapp, dapp
 from tests.support.processes import ScopecastProcess
@@ -98,7 +98,7 @@ async def serve_broker(
     """
     spec = NetworkSpec("main", chain, "upstream", {"upstreams": upstreams, **FAST, **options})
     adapter = UpstreamAdapter(spec)
-    broker = build_core_broker(
+    broker = build_bare_broker(
         Networks([Network("main", chain, adapter)]), limits=Limits(response_cache=response_cache)
     )
     port = await nursery.start(broker.serve, "127.0.0.1", 0)

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from adapters.upstream import UpstreamAdapter
-from broker.bus import MemoryBus
-from broker.ingest import ChainIngestion
+from broker.events.bus import MemoryBus
+from broker.events.ingest import ChainIngestion
 from broker.metrics import Metrics
 
 from .test_blocks import GETH_HEADER, HASH, as_block

@@ -18,8 +18,8 @@ import trio.testing
 
 from adapters.base import NetworkSpec
 from adapters.upstream import MaybeSubmitted, NoUsableUpstream, State, UpstreamAdapter
-from broker.compose import build_core_broker
-from broker.networks import Network, Networks
+from broker.compose import build_bare_broker
+from broker.rpc.networks import Network, Networks
 from schemas.errors import InvalidParams, LimitExceeded, RpcError, WireError
 
 from .fake_node import Error, FakeNode, Hang, Status, Stream
@@ -280,7 +280,7 @@ async def test_a_client_of_the_broker_gets_minus_32005_for_a_huge_reply(
     node.script["eth_getLogs"] = [a_log(i) for i in range(50_000)]
     table = {"upstreams": [{"http": node.url}], **FAST}
     adapter = UpstreamAdapter(NetworkSpec("main", CHAIN, "upstream", table))
-    broker = build_core_broker(Networks([Network("main", CHAIN, adapter)]), ingest=False)
+    broker = build_bare_broker(Networks([Network("main", CHAIN, adapter)]), ingest=False)
     with trio.fail_after(30):
         port = await nursery.start(broker.serve, "127.0.0.1", 0)
         async with httpx.AsyncClient(trust_env=False) as client:
