@@ -3,6 +3,10 @@
 :mod:`._policy` holds the rules without I/O (origins, method globs, GCRA), :mod:`._tokens` the JWT
 checks, :mod:`._keys` the ``[keys.*]`` tables, :mod:`._limiter` where counts live (memory or Redis)
 and :mod:`._control` the trio shell the broker calls.
+
+:mod:`.origins` says which origins may read which answers (CORS, endpoint by endpoint). May
+import transport, rpc, Redis, the sessions' floor and :mod:`broker.config`; the connections, the
+operator's packages and the app import it.
 """
 
 from broker.access._control import CLOSE_TOKEN_EXPIRED as CLOSE_TOKEN_EXPIRED

@@ -13,6 +13,9 @@ Objects receive what they use: nothing registers itself into the broker. In part
 - :mod:`._worker`: the ``scopecast worker`` role (a leader per chain, publishing to Redis);
 - :mod:`._root`: the rest (Redis backends, sessions and approvals, access control, the operator
   API and console), wired to the engine.
+
+The roof with :mod:`broker.cli`: may import every part of the broker, and only the command line
+imports it.
 """
 
 from broker.compose._engine import build_bare_broker as build_bare_broker

@@ -1,5 +1,9 @@
 """Redis for several processes (README "Several processes (Redis)"): the client, the streams
-every web process follows, chain events and session changes on them, the session store, and each chain's lease."""
+every web process follows, chain events and session changes on them, the session store, and each chain's lease.
+
+May import the events' bus and types (:mod:`broker.events`' bottom) and the sessions' model; the
+events' followers (resume, webhooks), the worker, sessions' service and access import it.
+"""
 
 from broker.redis._changes import DEFAULT_CHANGES_MAXLEN as DEFAULT_CHANGES_MAXLEN
 from broker.redis._changes import RedisChangeBus as RedisChangeBus

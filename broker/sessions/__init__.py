@@ -7,6 +7,13 @@ clock passed in as ``now`` (a timezone-aware datetime). Errors a dapp should see
 arguments, a store failure around them) is a bug or an outage, which the shell reports as 5000
 (:class:`~schemas.errors.UnknownSessionError`) for ``wallet_createSession`` and
 ``wallet_revokeSession``.
+
+Two layers in one package. At the floor, imported by anything and importing nothing of the
+broker's: the model above, :mod:`.client_profiles` (whose behaviour a connection's answers follow
+where SPEC and a wallet differ) and :mod:`.wall_clock` (time stated in wall-clock terms). Above
+events and Redis: :mod:`.service` (the sessions of the dapps connected here), :mod:`.approvals`
+(who says yes to a session and to every signature) and :mod:`.signing` (account methods through
+the approval policy). The model never imports the service.
 """
 
 from broker.sessions.authorization import InvokeRequest as InvokeRequest
