@@ -7,6 +7,8 @@
    made only for type checking count too.
 4. The plug-ins written outside the tree (``examples/``) import of ours only the SDK and the wire
    types (README "Extending it"), so that a third party can copy them.
+5. Inside ``broker/``, every module belongs to a layer of :data:`LAYERS` and imports only from its
+   own layer and those below: nothing runs back up (each subpackage's docstring says the same).
 """
 
 from __future__ import annotations
@@ -26,6 +28,68 @@ SDK = (
     "adapters.evm",
     "schemas",
 )
+
+
+#: The server's layers, from the floor up; a module is in the layer of the longest name listed that
+#: is it or holds it. Two packages have a floor part and a part higher up: ``sessions`` (the
+#: sans-io model at the floor; the service, approvals and signing over events and Redis) and
+#: ``events`` (the bus, the event and change types and cursors under Redis; what follows them over
+#: it).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # settings, and the session model (sans-io): nothing of the broker's
+    ("broker.config", "broker.sessions"),
+    # from a call to its answer; the metrics every part counts in (they read the cache's counts)
+    ("broker.rpc", "broker.metrics"),
+    # bytes on a connection: HTTP and WebSocket machines and shells (a WebSocket's calls: rpc)
+    ("broker.transport",),
+    # chain events and session changes as they travel: bus, types, cursors, ingestion
+    ("broker.events",),
+    # the Redis backends of the bus, the stores and the leases
+    ("broker.redis",),
+    # what follows the events: subscriptions, resume, the event path, webhooks; the worker
+    (
+        "broker.events.subscriptions",
+        "broker.events.stream_methods",
+        "broker.events.resume",
+        "broker.events.event_path",
+        "broker.events.webhooks",
+        "broker.events.activity",
+        "broker.worker",
+    ),
+    # the sessions' service, approvals and signing; access control per key and origin
+    ("broker.sessions.service", "broker.sessions.approvals", "broker.sessions.signing"),
+    ("broker.access",),
+    # the WebSocket connections and the engine over them; the operator's API and console
+    ("broker.connections", "broker.engine", "broker.operator"),
+    ("broker.app",),
+    # the composition root and the command line: the roof
+    ("broker.compose", "broker.cli"),
+)
+#: At most this many entries at the top of broker/, so that its folders tell the architecture.
+MAX_TOP_ENTRIES = 16
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (None: in no layer)."""
+    found: tuple[int, int] | None = None
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            within = module == name or module.startswith(f"{name}.")
+            if within and (found is None or len(name) > found[1]):
+                found = (index, len(name))
+    return None if found is None else found[0]
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """The imports in ``edges`` from a broker module to one in a higher layer."""
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in edges.items()
+        for target in targets
+        if module.startswith("broker.")
+        and target.startswith("broker.")
+        and (layer_of(module) or 0) < (layer_of(target) or 0)
+    )
 
 
 def modules() -> dict[str, Path]:
@@ -118,6 +182,31 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def test_every_broker_module_is_in_a_layer() -> None:
+    assert sorted(m for m in modules() if m.startswith("broker.") and layer_of(m) is None) == []
+
+
+def test_no_broker_module_imports_from_a_layer_above_its_own() -> None:
+    assert upward(graph()) == []
+
+
+def test_the_layer_check_sees_an_import_that_runs_back_up() -> None:
+    edges = {
+        "broker.transport.websocket": {"broker.rpc.dispatch", "broker.events.resume"},
+        "broker.sessions.model": {"broker.sessions.service"},
+        "broker.sessions.service": {"broker.sessions.model"},
+    }
+    assert upward(edges) == [
+        "broker.sessions.model imports broker.sessions.service",
+        "broker.transport.websocket imports broker.events.resume",
+    ]
+
+
+def test_the_top_of_broker_is_short() -> None:
+    top = [p.name for p in (ROOT / "broker").iterdir() if p.name != "__pycache__"]
+    assert len(top) <= MAX_TOP_ENTRIES, sorted(top)
 
 
 def test_no_module_imports_another_that_imports_it_back() -> None:
