@@ -126,13 +126,15 @@ class RedisInterests:
 class SharedInterests:
     """What the worker's adapter asks (:meth:`adapters.base.ChainAdapter.set_interest_source`):
     the union of the web processes' interests in one chain, as Redis holds it now; the last one
-    read when Redis cannot say (the worker cannot publish meanwhile either)."""
+    read when Redis cannot say: unreachable (the worker cannot publish meanwhile either), or
+    emptied by a loss of its data until the web processes have written theirs again."""
 
     def __init__(self, store: RedisInterests, chain: str) -> None:
         self.store = store
         self.chain = chain
         self.union: frozenset[str] = frozenset()
         self._counter = b""
+        self._lost = False
 
     async def __call__(self) -> frozenset[str]:
         try:
@@ -141,8 +143,19 @@ class SharedInterests:
         except RedisFailure as exc:
             log.warning("%s: cannot read the web processes' interests (%r)", self.chain, exc)
             return self.union
-        if found is not None:
-            self._counter, self.union = found
+        if found is None:
+            return self.union
+        counter, union = found
+        if counter == b"0" and self._counter not in (b"", b"0"):
+            # Redis had a counter and has none now: it lost its data, and the web processes
+            # write theirs again within a renewal. Until then the union read is empty because
+            # Redis cannot say, not because no one subscribes: keep reading what was wanted.
+            if not self._lost:
+                log.warning("%s: Redis lost the interests; reading the last known", self.chain)
+                self._lost = True
+            return self.union
+        self._lost = False
+        self._counter, self.union = counter, union
         return self.union
 
 

@@ -96,3 +96,29 @@ async def test_a_web_process_writes_an_interest_before_answering_and_keeps_its_o
 
             await eventually(programs, "the program subscription shared")
             nursery.cancel_scope.cancel()
+
+
+async def test_the_worker_keeps_the_last_union_while_redis_has_lost_it(
+    client: RedisClient, prefix: str
+) -> None:
+    store = RedisInterests(client, prefix=prefix)
+    source = SharedInterests(store, CHAIN)
+    await store.write(CHAIN, "web-1", 60, [A, B])
+    assert await source() == {A, B}
+    # Redis loses its data (a restart without persistence): the counter and the hashes go. The
+    # union read is empty until a web process writes again, which says nothing of what is wanted.
+    await client.delete(store.keys(CHAIN))
+    assert await store.union(CHAIN, b"") == (b"0", frozenset())
+    assert await source() == {A, B}
+    assert await source() == {A, B}
+    # The web processes write theirs again (their next renewal finds their field gone).
+    assert not await store.write(CHAIN, "web-1", 60, None)
+    await store.write(CHAIN, "web-1", 60, [B])
+    assert await source() == {B}
+    # Every process gone and lapsed: an empty union that Redis does say is taken.
+    await store.write(CHAIN, "web-1", 0.2, [B])
+
+    async def emptied() -> bool:
+        return await source() == frozenset()
+
+    await eventually(emptied, "web-1's interests lapse")
