@@ -15,6 +15,7 @@ from adapters.solana.upstream import SolanaUpstreamAdapter
 from broker.events.chain_events import HubEvent
 from broker.metrics import Metrics
 from broker.redis import RedisClient, RedisEventBus, redis_client, wait_for_redis
+from broker.redis._events import FamilyRepeats
 from broker.rpc.networks import Network
 from broker.worker import ChainLeader
 from tests.adapters.solana_upstream.nodes import CHAIN, FAST, NETWORK, entry
@@ -34,6 +35,22 @@ def leader_of(network: Network, client: RedisClient, owner: str) -> ChainLeader:
     return ChainLeader(
         bus, network.adapter, CHAIN, metrics=Metrics(), timing=FAST_LEASE, owner=owner
     )
+
+
+def test_after_a_restart_what_was_delivered_before_is_dropped_once() -> None:
+    repeats = FamilyRepeats(window=3)
+    assert all(repeats.admit(entry) for entry in [b"a", b"b", b"a2", b"c", b"d"])
+    assert repeats.admit(b"d")  # no restart: the append script refuses repeats then
+    repeats.restarted()
+    assert repeats.admit(b"a")  # out of the window
+    assert [repeats.admit(entry) for entry in [b"c", b"d", b"e", b"d"]] == [
+        False,
+        False,
+        True,
+        True,  # matched once already
+    ]
+    repeats.restarted()  # what was delivered since the last restart is the window now
+    assert [repeats.admit(entry) for entry in [b"c", b"e", b"d"]] == [True, False, False]
 
 
 async def shutdown_nosave_and_restart(redis: RedisServer) -> None:
