@@ -26,13 +26,18 @@ stream, the slots since filled from the node); an adapter that cannot resumes at
 append script refuses a repeat of the last event. The adapter reads what the web processes'
 subscriptions need (:meth:`~adapters.base.ChainAdapter.set_interest_source`: Solana's watched
 accounts, shared through Redis by :class:`~broker.redis.InterestSharing`). A family without a
-codec is not led: the worker says so at start-up, in one line per chain.
+codec is not led: the worker says so at start-up, in one line per chain. Every worker remembers
+the stream's last family events it saw (its own appends, and while standing by, the stream's tail
+read at each look): a leader that finds the stream empty (Redis lost its data) hands the adapter
+that remembered tail, so that it resumes after the last slot seen, not at the node's present (a
+tail remembered a little stale is reported again, and readers drop the repeat).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NoReturn
 
@@ -74,6 +79,10 @@ SEED_DEPTH: Final = 8
 #: A leadership term shorter than this that ends in failure delays the next attempt (backoff).
 STABLE_TERM: Final = 30.0
 RELEASE_TIMEOUT: Final = 1.0
+#: Family events a worker remembers of the stream's end (its own appends while leading).
+REMEMBERED_TAIL: Final = 1024
+#: Family events a standby reads of the stream's end at each look.
+STANDBY_TAIL: Final = 64
 DEFAULT_TIMING: Final = LeaseTiming()
 
 
@@ -150,6 +159,9 @@ class ChainLeader:
         self.leading = False
         #: The newest published head this process saw: where it resumes if Redis lost its own.
         self.last_published: PublishedHead | None = None
+        #: The stream's last family events this process saw, oldest first: where a family resumes
+        #: if Redis lost the stream.
+        self.last_tail: deque[object] = deque(maxlen=REMEMBERED_TAIL)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -201,6 +213,8 @@ class ChainLeader:
                     self.last_published = (
                         await self.bus.published_head(self.chain) or self.last_published
                     )
+                    if not isinstance(self.adapter, BlockSource):
+                        await self._remember_tail(STANDBY_TAIL)
             except RedisFailure as exc:
                 delay = unreachable.failed()
                 log.warning("%s: cannot reach Redis to take the lease (%s)", self.chain, exc)
@@ -240,14 +254,33 @@ class ChainLeader:
 
         async def on_event(event: object) -> None:
             await bus.publish(FamilyEvent(chain, event))
+            self.last_tail.append(event)  # only once it is on the stream
 
         async def tail(count: int) -> list[object]:
-            return [
-                e.event for e in await self.bus.tail(chain, count) if isinstance(e, FamilyEvent)
-            ]
+            events = await self._remember_tail(count)
+            if events or not self.last_tail:
+                return events
+            remembered = list(self.last_tail)[-count:]
+            log.warning(
+                "%s: the stream is empty (Redis lost its data?); resuming after its last %d "
+                "events this worker saw, so that nothing decided meanwhile is skipped",
+                chain,
+                len(remembered),
+            )
+            return remembered
 
         log.info("%s: leading; publishing the family's events from the stream's end", chain)
         await self.adapter.serve_events_after(chain, tail, on_event)
+
+    async def _remember_tail(self, count: int) -> list[object]:
+        """The stream's last ``count`` family events; remembered unless there are none."""
+        events = [
+            e.event for e in await self.bus.tail(self.chain, count) if isinstance(e, FamilyEvent)
+        ]
+        if events:
+            self.last_tail.clear()
+            self.last_tail.extend(events)
+        return events
 
     @property
     def _blocks(self) -> BlockSource:

@@ -174,6 +174,38 @@ class EventDeduper:
             self._logs.popitem(last=False)
 
 
+class FamilyRepeats:
+    """Drops a family event published again after Redis lost the stream (sans-io).
+
+    A leader that finds the stream empty resumes after the tail it remembers, which may be a little
+    stale (a standby's last look): the restarted stream may then begin with events this reader
+    delivered already. After a restart (:meth:`restarted`), an entry equal, as encoded, to one of
+    the last ``window`` delivered before it is a repeat, each matched once. An equal family event
+    is the same event (the same slot, the same account at the same slot, the same transaction).
+    """
+
+    def __init__(self, window: int = 1024) -> None:
+        self._recent: OrderedDict[bytes, None] = OrderedDict()
+        self._before: set[bytes] = set()
+        self._window = window
+
+    def restarted(self) -> None:
+        """The stream started over: what follows may repeat what was delivered before."""
+        self._before = set(self._recent)
+        self._recent.clear()
+
+    def admit(self, entry: bytes) -> bool:
+        """Whether the family event encoded as ``entry`` is new; a new one is recorded."""
+        if entry in self._before:
+            self._before.discard(entry)
+            return False
+        self._recent[entry] = None
+        self._recent.move_to_end(entry)
+        while len(self._recent) > self._window:
+            self._recent.popitem(last=False)
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class ChainKeys:
     """The Redis keys of one chain; the ``{chain}`` hash tag keeps them in one cluster slot."""
@@ -318,6 +350,7 @@ class RedisEventBus(EventBus):
     ) -> None:
         by_key = {self.keys(chain).events.encode(): chain for chain in chains}
         dedupers = {chain: EventDeduper() for chain in chains}
+        family_repeats = {chain: FamilyRepeats() for chain in chains}
         numbers: dict[str, int] = {}
         positions = await start_positions(self.client, [self.keys(c).events for c in chains])
 
@@ -333,6 +366,7 @@ class RedisEventBus(EventBus):
                 )
             elif previous is not None and number <= previous:
                 log.warning("%s: the stream's entry count restarted (Redis lost its data?)", chain)
+                family_repeats[chain].restarted()
             numbers[chain] = number
             try:
                 event = self._decode(chain, fields)
@@ -340,7 +374,11 @@ class RedisEventBus(EventBus):
                 log.error("%s; entry %s dropped", exc, entry_id)
                 return
             if isinstance(event, FamilyEvent):
-                handler(event, entry_id)  # the append script refused repeats already
+                # The append script refused repeats already, but for those after a restart.
+                if family_repeats[chain].admit(fields.get(b"e", b"")):
+                    handler(event, entry_id)
+                else:
+                    log.info("%s: dropped a family event published again after a restart", chain)
             elif dedupers[chain].admit(event):
                 handler(event, entry_id)
             else:
