@@ -96,6 +96,7 @@ async def test_every_slot_once_across_redis_losing_the_stream() -> None:
                 await received.wait_until(lambda events: len(slots(events)) >= after + 20)
                 assert first.leading or second.leading
                 nursery.cancel_scope.cancel()
+            await network.adapter.aclose()
     finally:
         redis.close()
     seen = slots(received.items)
