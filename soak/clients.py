@@ -173,12 +173,16 @@ class Client:
             return
         if message.method != "wallet_notify" or params is None or params.notification is None:
             return  # wallet_sessionChanged and the like
-        inner = params.notification.params
+        self._wallet_notified(params.notification)
+        self.cursor = params.cursor
+
+    def _wallet_notified(self, notification: Any) -> None:
+        """One ``wallet_notify``'s notification (a head here; a subclass reads its own)."""
+        inner = notification.params
         if inner.subscription != self.sub_id:
             self.errors.append(f"a head of subscription {inner.subscription}, not {self.sub_id}")
         head = inner.result
         self.heads.append((time.monotonic(), int(head.number, 16), head.hash, head.parentHash))
-        self.cursor = params.cursor
 
     async def follow(self) -> None:
         """Read (and reconnect) until cancelled; :meth:`connect` first."""

@@ -175,24 +175,14 @@ class SolanaClient(Client):
             watch = [self.recipient, {"encoding": "base64", "commitment": "confirmed"}]
             self.account_sub = await self._invoke(conn, "accountSubscribe", watch)
 
-    def _notified(self, message: _Message) -> None:
-        params = message.params
-        if message.method == "scopecast_resumed":
-            assert params is not None
-            self.resumes.append((params.replayed, params.complete))
-            if params.complete is not True:
-                self.errors.append(f"resume incomplete: {params.replayed}")
-                self.resubscribe = True
-            return
-        if message.method != "wallet_notify" or params is None or params.notification is None:
-            return  # wallet_sessionChanged and the like
-        inner = params.notification.params
+    def _wallet_notified(self, notification: Any) -> None:
+        inner = notification.params
         now = time.monotonic()
-        if params.notification.method == "slotNotification" and inner.result.slot is not None:
+        if notification.method == "slotNotification" and inner.result.slot is not None:
             if inner.subscription != self.slot_sub:
                 self.errors.append(f"a slot of subscription {inner.subscription}")
             self.slots.append((now, inner.result.slot))
-        elif params.notification.method == "accountNotification":
+        elif notification.method == "accountNotification":
             if inner.subscription != self.account_sub:
                 self.errors.append(f"an account change of subscription {inner.subscription}")
             context, value = inner.result.context, inner.result.value
@@ -200,7 +190,6 @@ class SolanaClient(Client):
                 self.errors.append("an account change without its slot or value")
             else:
                 self.changes.append((now, context.slot, value.lamports))
-        self.cursor = params.cursor
 
 
 # -- the nodes and the sender ----------------------------------------------------------------------
