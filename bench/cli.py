@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
             "load_generator_cpus": sorted(settings.load_cpus),
             "load_generators": settings.loadgens,
             "events_per_round": settings.burst,
+            "warmup_events": settings.warmup_burst,
             "rounds": settings.rounds,
             "head_payload_bytes": payloads.HEAD_SIZE,
             "log_payload_bytes": len(payloads.log_json(payloads.FIRST_BLOCK)),

@@ -41,6 +41,8 @@ import time
 from collections import deque
 from typing import Any, Final
 
+from bench.stats import percentile
+
 RECV_SIZE: Final = 1 << 18
 SETUP_RECV_SIZE: Final = 1 << 16
 COALESCE_BELOW: Final = 64
@@ -219,13 +221,6 @@ def control(conn: Conn, opcode: int, payload: bytes) -> None:
         conn.state = DEAD
         code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
         conn.error = f"closed by server: {code} {payload[2:].decode(errors='replace')}"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 class LoadGenerator:

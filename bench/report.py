@@ -533,7 +533,10 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"- **Method**: every server pinned to CPU {method['server_cpus']}, the load generator "
         f"({method['load_generators']} process, raw non-blocking sockets, one `epoll` loop) to CPU "
         f"{method['load_generator_cpus']}. A round publishes {method['events_per_round']} events back "
-        f"to back; {method['rounds']} measured rounds after a warm-up. Same payload bytes for every "
+        f"to back; {method['rounds']} measured rounds after a warm-up of "
+        f"{method.get('warmup_events', 5)} events (each connection's first 16 or so frames cost "
+        "every system about a quarter more, Node's as much as scopecast's: a start-up, not the "
+        "steady state). Same payload bytes for every "
         f"system: a {method['head_payload_bytes']}-byte newHeads-like header or a "
         f"{method['log_payload_bytes']}-byte Transfer log.",
         "- **Why raw sockets, not trio-websocket clients**: measured on this machine (2026-11-22), "

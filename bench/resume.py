@@ -22,6 +22,7 @@ from urllib.parse import quote
 import trio
 
 from bench.procs import Child, ChildError
+from bench.stats import percentile
 from bench.workloads import (
     FANOUT_SYSTEMS,
     Settings,
@@ -121,8 +122,8 @@ async def _replay_round(server: Child, port: int, clients: int, missed: int) -> 
         "replayed": replayed,
         "seconds": round(seconds, 3),
         "notifications_per_s": round(replayed / seconds),
-        "resumed_p50_ms": round(recovery[len(recovery) // 2] * 1000, 1),
-        "resumed_p99_ms": round(recovery[max(int(len(recovery) * 0.99) - 1, 0)] * 1000, 1),
+        "resumed_p50_ms": round(percentile(recovery, 0.5) * 1000, 1),
+        "resumed_p99_ms": round(percentile(recovery, 0.99) * 1000, 1),
     }
 
 

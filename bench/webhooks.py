@@ -33,6 +33,7 @@ import trio
 import trio.lowlevel
 
 from adapters.evm.blocks import ChainBlock, HeadEvent
+from bench.stats import percentile
 from broker.compose import ServeOptions, open_broker
 from broker.config import Config, ServerConfig
 
@@ -64,12 +65,7 @@ def _head(number: int) -> HeadEvent:
 
 
 def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return (
-        ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
-        if ordered
-        else float("nan")
-    )
+    return percentile(values, share) * 1000
 
 
 async def _count(client: httpx.AsyncClient, sink: str) -> int:

@@ -28,6 +28,7 @@ import msgspec
 
 from bench import payloads
 from bench.procs import Child, ChildError, cpu_seconds, rss_kib
+from bench.stats import percentile
 
 PYTHON = sys.executable
 SCOPE = payloads.CHAIN
@@ -67,8 +68,15 @@ class Settings:
     run_dir: Path
     sizes: list[int] = field(default_factory=lambda: [1000, 5000, 10000])
     burst: int = 20
-    rounds: int = 5
-    warmup_burst: int = 5
+    #: 10 rounds of 20: the p99 of 200 events, so that one stray event (any system has them, now
+    #: and then, on a shared machine) does not decide it alone.
+    rounds: int = 10
+    #: Events each warm-up round publishes before the measured rounds. More than 16: the first 16
+    #: or so frames each connection receives cost every system about a quarter more (measured at
+    #: 10,000 subscribers, newHeads, one event after another: Node ``ws`` 88 ms an event, then
+    #: 72-76; scopecast 83, then 65-70), a start-up of the connection on the kernel's or the
+    #: client's side, not a server's; with 5, the p99 of the steady fan-out measured that start-up.
+    warmup_burst: int = 20
     http_seconds: float = 5.0
     #: wrk runs of each system per HTTP call, alternating scopecast and the Node peer (medians)
     http_rounds: int = 3
@@ -96,7 +104,6 @@ class Settings:
                 run_dir=run_dir,
                 burst=10,
                 rounds=2,
-                warmup_burst=3,
                 http_seconds=2.0,
                 http_rounds=2,
                 http_warmup=0.5,
@@ -384,8 +391,7 @@ def _settle(server: Child, expected: int, timeout: float = 30.0) -> dict[str, An
 
 
 def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+    return percentile(values, fraction)
 
 
 def measure_bursts(
