@@ -439,7 +439,9 @@ def measure_bursts(
         deliveries = subscribers * count
         rates.append(deliveries / span)
         cpu_rates.append(deliveries / max(cpu1 - cpu0, 1e-9))
-        latencies.extend(done - sent for done, sent in zip(last, published, strict=True))
+        round_latencies = [done - sent for done, sent in zip(last, published, strict=True)]
+        latencies.extend(round_latencies)
+        _keep_latencies(settings, server.name, kind, subscribers, published, round_latencies)
         server_cpu += cpu1 - cpu0
         loadgen_cpu += lg1 - lg0
         wall += t1 - t0
@@ -467,6 +469,27 @@ def measure_bursts(
             for a, b in zip(gc_after["gc_collections"], gc_before["gc_collections"], strict=True)
         ]
     return result
+
+
+def _keep_latencies(
+    settings: Settings,
+    server: str,
+    kind: str,
+    subscribers: int,
+    published: list[float],
+    latencies: list[float],
+) -> None:
+    """Each event's latency, with its publish time, in the run's log directory (not published:
+    to see when a tail happened, e.g. the first events of every connection)."""
+    with (settings.run_dir / "fanout-latencies.jsonl").open("a") as out:
+        record = {
+            "server": server,
+            "kind": kind,
+            "subscribers": subscribers,
+            "published": published,
+            "latencies_ms": [round(v * 1000, 2) for v in latencies],
+        }
+        out.write(json.dumps(record) + "\n")
 
 
 def run_fanout_system(system: FanoutSystem, settings: Settings, log: Callable[[str], None]) -> Any:
