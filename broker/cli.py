@@ -323,7 +323,7 @@ async def _serve(options: ServeOptions, config: Config) -> int:
             async with open_broker(config, options) as broker:
                 assert broker.host is not None
                 _log_signing_accounts(broker)
-                # What start-up built, then what each second adds, out of the collector's sight.
+                # Start-up's objects, then each quarter second's, out of the collector's sight.
                 await nursery.start(serve_gc_keeper)
                 operator = isinstance(broker.admin, AdminApi) and broker.admin.enabled
                 _print_endpoints(broker, broker.host, operator=operator)

@@ -1,6 +1,6 @@
 """``scopecast`` with gauges the harness reads: ``python -m soak.gauged serve ...`` is ``scopecast
 serve ...`` that also writes, every second, its trio task count and its garbage-collector pauses
-(the longest of the last ten seconds, and of the whole run) to ``$SOAK_GAUGES/<pid>.json``: the
+(the longest of the last ten seconds, of the whole run, and since it serves) to ``$SOAK_GAUGES/<pid>.json``: the
 broker's ``/metrics`` has neither. RSS and fds are read from ``/proc`` by the harness itself."""
 
 from __future__ import annotations
@@ -29,8 +29,16 @@ class Gauges(trio.abc.Instrument):
         self.max_pause = 0.0
         self.max_pause_cpu = 0.0  # the same pauses in this thread's CPU time (no preemption)
         self.gc_seconds = 0.0
+        #: The longest pauses since the process serves, in wall and CPU time: the collections that
+        #: began once start-up's objects were frozen (``broker.operator.gc_keeper`` freezes them
+        #: before the process says it listens). Start-up's own (imports, the first freeze's
+        #: collection of everything they built) make no connection wait: kept apart.
+        self.max_serving = 0.0
+        self.max_serving_cpu = 0.0
+        self.max_start_up_cpu = 0.0
         self._started = 0.0
         self._started_cpu = 0.0
+        self._serving = False
         gc.callbacks.append(self._gc)
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
@@ -41,13 +49,20 @@ class Gauges(trio.abc.Instrument):
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
+            self._serving = gc.get_freeze_count() > 0
             self._started = time.perf_counter()
             self._started_cpu = time.thread_time()
             return
         pause = time.perf_counter() - self._started
+        cpu = time.thread_time() - self._started_cpu
         self.gc_seconds += pause
         self.max_pause = max(self.max_pause, pause)
-        self.max_pause_cpu = max(self.max_pause_cpu, time.thread_time() - self._started_cpu)
+        self.max_pause_cpu = max(self.max_pause_cpu, cpu)
+        if self._serving:
+            self.max_serving = max(self.max_serving, pause)
+            self.max_serving_cpu = max(self.max_serving_cpu, cpu)
+        else:
+            self.max_start_up_cpu = max(self.max_start_up_cpu, cpu)
 
     def write_every_second(self, path: Path) -> None:
         seconds: deque[float] = deque(maxlen=10)  # the longest pause of each of the last 10 s
@@ -64,6 +79,9 @@ class Gauges(trio.abc.Instrument):
                 "gc_max_pause_ms": round(max(seconds) * 1000, 3),
                 "gc_max_pause_ms_ever": round(longest * 1000, 3),
                 "gc_max_pause_cpu_ms_ever": round(longest_cpu * 1000, 3),
+                "gc_max_pause_ms_serving": round(self.max_serving * 1000, 3),
+                "gc_max_pause_cpu_ms_serving": round(self.max_serving_cpu * 1000, 3),
+                "gc_max_pause_cpu_ms_start_up": round(self.max_start_up_cpu * 1000, 3),
                 "gc_seconds": round(self.gc_seconds, 4),
             }
             part = path.with_suffix(".part")
