@@ -15,6 +15,15 @@ means the peer is a slow consumer: the queued frames are dropped (a frame alread
 finished so the stream stays well-formed), a final frame (the close frame) is queued in their
 place, and ``on_overflow`` is called so that the connection can end itself. Messages are never
 silently skipped: after an overflow nothing more is accepted.
+
+Within :func:`corked` (one delivery step: a slice of fan-outs, the events of a block, a batch read
+from the bus), :meth:`Outbox.send_held` holds a connection's frames instead of writing them, and
+each connection's go out in one write as the step ends: a connection with several subscriptions
+(a head and its logs, several accounts a slot wrote) gets them all in one write, still as separate
+frames. Only such connections hold (the hub gives them ``send_held``); a frame sent directly
+meanwhile (a reply, a ping) queues behind what is held, so the order never changes. What is held
+is the frame itself, or one ``bytearray`` per connection and step once there are two (no
+container the collector tracks).
 """
 
 from __future__ import annotations
@@ -46,6 +55,27 @@ class TaskStarter(Protocol):
     def start_soon(self, async_fn: Callable[[], Awaitable[Any]]) -> None: ...
 
 
+class Cork:
+    """This trio run's delivery step (:func:`corked`): its depth, and the outboxes holding frames
+    until it ends."""
+
+    __slots__ = ("depth", "held")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.held: list[Outbox] = []
+
+    def __enter__(self) -> None:
+        self.depth += 1
+
+    def __exit__(self, *_: object) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.held:
+            held, self.held = self.held, []
+            for outbox in held:
+                _release(outbox)
+
+
 class Outbox:
     """Writes frames to one socket without awaiting; past ``limit`` bytes unsent, the peer is cut off.
 
@@ -55,9 +85,11 @@ class Outbox:
     __slots__ = (
         "_backlog",
         "_backlog_size",
+        "_cork",
         "_fd",
         "_flushing",
         "_head_offset",
+        "_held",
         "_idle",
         "_nursery",
         "_on_overflow",
@@ -83,8 +115,11 @@ class Outbox:
         self._nursery: TaskStarter | None = nursery
         # Created when the socket first pushes back, dropped once drained: most connections never
         # need one, and an empty deque costs more than the rest of the outbox.
-        self._backlog: deque[bytes] | None = None
+        self._backlog: deque[bytes | bytearray] | None = None
         self._backlog_size = 0
+        self._cork = _run_cork()
+        # Frames held during a delivery step (send_held): the frame, or a bytearray once two.
+        self._held: bytes | bytearray | None = None
         self._head_offset = 0  # bytes of _backlog[0] already written
         self._flushing = False
         self._idle: trio.Event | None = None
@@ -100,10 +135,44 @@ class Outbox:
         """Bytes accepted but not yet written to the socket."""
         return self._backlog_size
 
-    def send(self, frame: bytes) -> bool:
+    def send(self, frame: bytes | bytearray) -> bool:
         """Queue one whole frame for the peer; False if nothing more is accepted."""
         if not self.accepting:
             return False
+        if self._held is not None:  # behind the frames held in this step
+            self._hold(frame)
+            return True
+        return self._queue(frame)
+
+    def send_held(self, frame: bytes) -> bool:
+        """:meth:`send`, but within :func:`corked` the frame is held, with every other this
+        connection gets in the step, until the step ends (then they go in one write)."""
+        if self._cork.depth and self.accepting and not self._backlog:
+            self._hold(frame)
+            return True
+        return self.send(frame)
+
+    def _hold(self, frame: bytes | bytearray) -> None:
+        held = self._held
+        if held is None:
+            self._held = frame
+            self._cork.held.append(self)
+        elif type(held) is bytearray:
+            held += frame
+        else:
+            joined = bytearray(held)
+            joined += frame
+            self._held = joined
+
+    def _release(self) -> None:
+        """The step ended: what is held goes out in one write (or waits, as any frame would)."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self.broken:
+                self._queue(held)
+
+    def _queue(self, frame: bytes | bytearray) -> bool:
         if not self._backlog:
             try:
                 written = os.write(self._fd, frame)
@@ -126,7 +195,7 @@ class Outbox:
         self._ensure_flusher()
         return True
 
-    def send_last(self, frame: bytes) -> None:
+    def send_last(self, frame: bytes | bytearray) -> None:
         """Queue a final frame (a close frame) and accept nothing after it."""
         if self.accepting:
             self.send(frame)
@@ -147,6 +216,7 @@ class Outbox:
         self.accepting = False
         self.broken = True
         self._backlog = None
+        self._held = None
         self._backlog_size = 0
         if self._flushing:
             _flusher().forget(self)  # before the socket closes and its number is reused
@@ -203,7 +273,7 @@ class Outbox:
         backlog = self._backlog
         if self.broken or not backlog:
             return
-        buffers: list[bytes | memoryview] = list(islice(backlog, _IOV_BATCH))
+        buffers: list[bytes | bytearray | memoryview] = list(islice(backlog, _IOV_BATCH))
         if self._head_offset:
             buffers[0] = memoryview(buffers[0])[self._head_offset :]
         try:
@@ -277,6 +347,15 @@ class _Flusher:
                     outbox._flushed()
 
 
+def _release(outbox: Outbox) -> None:
+    """``outbox._release()``, behind its connection's boundary, as :func:`_still_writing`."""
+    try:
+        outbox._release()
+    except Exception:
+        log.exception("writing a connection's held frames failed: that connection is cut off")
+        outbox._break()
+
+
 def _still_writing(outbox: Outbox) -> bool:
     """``outbox._writable()``, behind its connection's boundary: the flusher serves every
     connection, so what goes wrong writing one connection's backlog ends that one only."""
@@ -313,6 +392,27 @@ class _PortableFlusher:
         finally:
             if outbox._flushing and not outbox.broken:  # cancelled: the drains are let go
                 outbox._flushed()
+
+
+_CORK: trio.lowlevel.RunVar[Cork] = trio.lowlevel.RunVar("scopecast_outbox_cork")
+
+
+def _run_cork() -> Cork:
+    """This trio run's cork (one of its own outside a run: never entered)."""
+    try:
+        return _CORK.get()
+    except LookupError:
+        found = Cork()
+        _CORK.set(found)
+        return found
+    except RuntimeError:  # not in a trio run
+        return Cork()
+
+
+def corked() -> Cork:
+    """A delivery step (``with corked():``, nested or not): the frames :meth:`Outbox.send_held`
+    is given meanwhile go out as the outermost step ends, one write per connection."""
+    return _run_cork()
 
 
 _FLUSHER: trio.lowlevel.RunVar[_Flusher | _PortableFlusher] = trio.lowlevel.RunVar(

@@ -22,6 +22,8 @@ from typing import Final, Protocol
 
 import trio
 
+from broker.transport.outbox import corked
+
 #: How long one slice of a fan-out may run before other tasks get their turn. A call arriving
 #: during a burst waits at most about this long (plus the other tasks' turns).
 SLICE_SECONDS: Final = 0.004
@@ -116,7 +118,12 @@ class DeliveryQueue:
             self._run(math.inf)
 
     def _run(self, until: float) -> bool:
-        """Deliver until nothing is left (True) or ``until`` has passed (False)."""
+        """Deliver until nothing is left (True) or ``until`` has passed (False): one delivery
+        step, whose held frames leave as it ends (:func:`broker.transport.outbox.corked`)."""
+        with corked():
+            return self._run_corked(until)
+
+    def _run_corked(self, until: float) -> bool:
         while True:
             current = self._current
             if current is None:
