@@ -142,7 +142,27 @@ class Outbox:
         if self._held is not None:  # behind the frames held in this step
             self._hold(frame)
             return True
-        return self._queue(frame)
+        if not self._backlog:
+            try:
+                written = os.write(self._fd, frame)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._break()
+                return False
+            if written == len(frame):
+                return True
+            self._head_offset = written
+            self._backlog_size = -written
+        elif self._backlog_size > self.limit:
+            self._overflow()
+            return False
+        if self._backlog is None:
+            self._backlog = deque()
+        self._backlog.append(frame)
+        self._backlog_size += len(frame)
+        self._ensure_flusher()
+        return True
 
     def send_held(self, frame: bytes) -> bool:
         """:meth:`send`, but within :func:`corked` the frame is held, with every other this
@@ -165,35 +185,17 @@ class Outbox:
             self._held = joined
 
     def _release(self) -> None:
-        """The step ended: what is held goes out in one write (or waits, as any frame would)."""
+        """The step ended: what is held goes out in one write (or waits, as any frame would),
+        the close frame held with it included."""
         held = self._held
-        if held is not None:
-            self._held = None
-            if not self.broken:
-                self._queue(held)
-
-    def _queue(self, frame: bytes | bytearray) -> bool:
-        if not self._backlog:
-            try:
-                written = os.write(self._fd, frame)
-            except BlockingIOError:
-                written = 0
-            except OSError:
-                self._break()
-                return False
-            if written == len(frame):
-                return True
-            self._head_offset = written
-            self._backlog_size = -written
-        elif self._backlog_size > self.limit:
-            self._overflow()
-            return False
-        if self._backlog is None:
-            self._backlog = deque()
-        self._backlog.append(frame)
-        self._backlog_size += len(frame)
-        self._ensure_flusher()
-        return True
+        if held is None or self.broken:
+            return
+        self._held = None
+        accepting, self.accepting = self.accepting, True
+        try:
+            self.send(held)
+        finally:
+            self.accepting = accepting and self.accepting  # an overflow now stops it too
 
     def send_last(self, frame: bytes | bytearray) -> None:
         """Queue a final frame (a close frame) and accept nothing after it."""
