@@ -35,6 +35,22 @@ def _answers_ping(port: int) -> bool:
         return False
 
 
+def _replica_in_sync(port: int) -> bool:
+    """Whether the replica on ``port`` has its primary's data (its link is up)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"INFO replication\r\n")
+            reply = b""
+            while b"master_link_status" not in reply or not reply.endswith(b"\r\n"):
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            return b"master_link_status:up" in reply
+    except OSError:
+        return False
+
+
 def _binary() -> str:
     binary = shutil.which(REDIS_SERVER)
     if binary is None:
@@ -77,6 +93,10 @@ class RedisServer:
                 "no",
                 "--dir",
                 self._dir,
+                # A replica's first full sync at once, not after Redis's default 5 s wait for
+                # more replicas: a fault injected sooner would find the replica empty.
+                "--repl-diskless-sync-delay",
+                "0",
                 *replication,
             ],
             stdout=subprocess.DEVNULL,
@@ -165,6 +185,11 @@ class SentinelFleet:
     def start(self) -> None:
         self.primary.start()
         self.replica.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _replica_in_sync(self.replica.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replica did not sync with its primary")
+            time.sleep(0.02)
         for sentinel in self.sentinels:
             sentinel.start()
 
