@@ -16,14 +16,14 @@ finished so the stream stays well-formed), a final frame (the close frame) is qu
 place, and ``on_overflow`` is called so that the connection can end itself. Messages are never
 silently skipped: after an overflow nothing more is accepted.
 
-Within :func:`corked` (one delivery step: a slice of fan-outs, the events of a block, a batch read
-from the bus), :meth:`Outbox.send_held` holds a connection's frames instead of writing them, and
-each connection's go out in one write as the step ends: a connection with several subscriptions
-(a head and its logs, several accounts a slot wrote) gets them all in one write, still as separate
-frames. Only such connections hold (the hub gives them ``send_held``); a frame sent directly
-meanwhile (a reply, a ping) queues behind what is held, so the order never changes. What is held
-is the frame itself, or one ``bytearray`` per connection and step once there are two (no
-container the collector tracks).
+During a delivery step (:class:`Cork`: the events of a block, a batch read from the bus, the
+fan-outs they begin), :meth:`Outbox.send_held` holds a connection's frames instead of writing
+them, and each connection's go out in one write as the step is released: a connection with
+several subscriptions (a head and its logs, several accounts a slot wrote) gets them all in one
+write, still as separate frames. Only such connections hold (the hub gives them ``send_held``). A
+frame sent directly meanwhile (a reply, a ping) releases what is held first, then goes: the order
+never changes and nothing waits for the step. What is held is the frame itself, or one
+``bytearray`` per connection and step once there are two (no container the collector tracks).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import select
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from itertools import islice
@@ -56,24 +58,62 @@ class TaskStarter(Protocol):
 
 
 class Cork:
-    """This trio run's delivery step (:func:`corked`): its depth, and the outboxes holding frames
-    until it ends."""
+    """This trio run's delivery steps: while :attr:`holds` is above 0, :meth:`Outbox.send_held`
+    holds frames; the outboxes holding some are in :attr:`held` until :meth:`release`.
 
-    __slots__ = ("depth", "held")
+    A step is held by a ``with corked():`` block (one bus read, one block's events) or by the hub's
+    delivery queue across the slices of the fan-outs such a block began
+    (:mod:`broker.events.subscriptions._delivery`), which then releases them a slice at a time."""
+
+    __slots__ = ("_at", "_last_batch", "_nesting", "batch", "held", "holds")
 
     def __init__(self) -> None:
-        self.depth = 0
+        self.holds = 0
         self.held: list[Outbox] = []
+        #: The number of the ``with`` block under way (0: none): what it submits belongs together.
+        self.batch = 0
+        self._nesting = 0
+        self._last_batch = 0
+        self._at = 0  # held outboxes already released by a sliced release
+
+    def new_batch(self) -> int:
+        self._last_batch += 1
+        return self._last_batch
 
     def __enter__(self) -> None:
-        self.depth += 1
+        if not self._nesting:
+            self.batch = self.new_batch()
+        self._nesting += 1
+        self.holds += 1
 
     def __exit__(self, *_: object) -> None:
-        self.depth -= 1
-        if self.depth == 0 and self.held:
-            held, self.held = self.held, []
-            for outbox in held:
-                _release(outbox)
+        self._nesting -= 1
+        if not self._nesting:
+            self.batch = 0
+        self.holds -= 1
+        if not self.holds and self.held:
+            self.release(math.inf)
+
+    def release(self, until: float) -> bool:
+        """Write what the held outboxes hold, one write each, until ``time.perf_counter()``
+        passes ``until`` (False: some are left for the next call)."""
+        held = self.held
+        at = self._at
+        while at < len(held):
+            stop = min(len(held), at + _RELEASE_CHECK)
+            for i in range(at, stop):
+                _release(held[i])
+            at = stop
+            if at < len(held) and time.perf_counter() >= until:
+                self._at = at
+                return False
+        held.clear()
+        self._at = 0
+        return True
+
+
+#: Held outboxes released between two looks at the clock.
+_RELEASE_CHECK: Final = 64
 
 
 class Outbox:
@@ -139,9 +179,8 @@ class Outbox:
         """Queue one whole frame for the peer; False if nothing more is accepted."""
         if not self.accepting:
             return False
-        if self._held is not None:  # behind the frames held in this step
-            self._hold(frame)
-            return True
+        if self._held is not None:  # what a step held goes first, now: nothing waits for it
+            self._release()
         if not self._backlog:
             try:
                 written = os.write(self._fd, frame)
@@ -165,9 +204,10 @@ class Outbox:
         return True
 
     def send_held(self, frame: bytes) -> bool:
-        """:meth:`send`, but within :func:`corked` the frame is held, with every other this
-        connection gets in the step, until the step ends (then they go in one write)."""
-        if self._cork.depth and self.accepting and not self._backlog:
+        """:meth:`send`, but during a delivery step (:class:`Cork`) the frame is held, with every
+        other this connection gets in the step, until the step is released (then they go in one
+        write) or a frame is sent to it directly (then they go first)."""
+        if self._cork.holds and self.accepting and not self._backlog:
             self._hold(frame)
             return True
         return self.send(frame)
@@ -412,8 +452,9 @@ def _run_cork() -> Cork:
 
 
 def corked() -> Cork:
-    """A delivery step (``with corked():``, nested or not): the frames :meth:`Outbox.send_held`
-    is given meanwhile go out as the outermost step ends, one write per connection."""
+    """This trio run's :class:`Cork`: ``with corked():`` (nested or not) is one delivery step, whose
+    held frames go out as the outermost ends, one write per connection, unless the delivery queue
+    holds them longer (across the slices of the fan-outs the step began)."""
     return _run_cork()
 
 

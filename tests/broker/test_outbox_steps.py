@@ -1,5 +1,5 @@
-"""Delivery steps (``corked``): a connection's held frames leave in one write as the step ends, in
-order with everything else sent to it, over real TCP sockets on 127.0.0.1 (the client counts the
+"""Delivery steps (``corked``): a connection's held frames leave in one write as the step ends (or
+first, when something is sent to it directly), in order with everything else sent to it, over real TCP sockets on 127.0.0.1 (the client counts the
 data segments it received: one write of a few frames is one segment)."""
 
 from __future__ import annotations
@@ -76,17 +76,43 @@ async def test_without_a_step_each_frame_is_its_own_write() -> None:
             assert data_segments_in(client) - before == 3
 
 
-async def test_a_frame_sent_directly_during_a_step_goes_behind_the_held_ones() -> None:
+async def test_a_frame_sent_directly_during_a_step_writes_what_is_held_first() -> None:
     server, client = await tcp_pair()
     with server, client:
         async with trio.open_nursery() as nursery:
             outbox = Outbox(server, nursery)
             with corked():
                 outbox.send_held(text(b"notification 1"))
-                outbox.send(text(b"a reply"))  # e.g. a session change sent in its turn
+                outbox.send(text(b"a reply"))  # e.g. a call's answer: it does not wait
+                got = await read_frames(client, 2)
+                assert [p for _, p in got] == [b"notification 1", b"a reply"]
                 outbox.send_held(text(b"notification 2"))
-            got = await read_frames(client, 3)
-            assert [p for _, p in got] == [b"notification 1", b"a reply", b"notification 2"]
+                assert await nothing_arrived(client)
+            assert await read_frames(client, 1) == [(frames.OP_TEXT, b"notification 2")]
+
+
+async def test_a_held_step_is_released_a_slice_at_a_time() -> None:
+    pairs = [await tcp_pair() for _ in range(130)]
+    try:
+        async with trio.open_nursery() as nursery:
+            outboxes = [Outbox(server, nursery) for server, _ in pairs]
+            cork = corked()
+            cork.holds += 1  # as the delivery queue holds a step across slices
+            for outbox in outboxes:
+                outbox.send_held(text(b"one"))
+                outbox.send_held(text(b"two"))
+            assert not cork.release(0.0), "past its deadline: one batch, the rest later"
+            await trio.sleep(0.05)
+            readable, _, _ = select.select([client.fileno() for _, client in pairs], [], [], 0)
+            assert 0 < len(readable) < len(pairs)
+            assert cork.release(float("inf"))
+            cork.holds -= 1
+            for _, client in pairs:
+                assert [p for _, p in await read_frames(client, 2)] == [b"one", b"two"]
+    finally:
+        for server, client in pairs:
+            server.close()
+            client.close()
 
 
 async def test_nested_steps_release_at_the_outermost() -> None:

@@ -252,3 +252,57 @@ async def test_a_block_reaches_a_connection_in_one_write(node: RunningBroker) ->
             assert data_segments_in(raw.sock) - before == 1 + pings
         finally:
             raw.close()
+
+
+async def test_a_block_reaches_each_connection_in_one_write_across_slices(
+    node: RunningBroker,
+) -> None:
+    """300 connections with newHeads and logs each, and slices cut as short as they go (a look at
+    the clock every 256 frames ends one): the block's fan-outs take several slices, and each
+    connection still gets its head and its log in one write."""
+    token = await token_address(node)
+    node.broker.hub.delivery.slice = 0.0
+    with trio.fail_after(60):
+        conns = [await RawWebSocket.connect(node.port, "/ws/v3/dev") for _ in range(300)]
+        try:
+            for raw in conns:
+                await raw.send_many(
+                    [
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 1,
+                                "method": "eth_subscribe",
+                                "params": ["newHeads"],
+                            }
+                        ),
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 2,
+                                "method": "eth_subscribe",
+                                "params": ["logs", {"address": token}],
+                            }
+                        ),
+                    ]
+                )
+            for raw in conns:
+                assert "result" in await raw.message()
+                assert "result" in await raw.message()
+            before = [data_segments_in(raw.sock) for raw in conns]
+            await transfer(node, token, "0x" + "a1" * 20, 7)
+            for raw, was in zip(conns, before, strict=True):
+                got: list[str] = []
+                pings = 0
+                while len(got) < 2:
+                    frame = await raw.frame()
+                    assert frame is not None
+                    if frame[0] == 0x9:
+                        pings += 1
+                        continue
+                    got.append(json.loads(frame[1])["params"]["result"].get("logIndex", "head"))
+                assert got == ["head", "0x0"]
+                assert data_segments_in(raw.sock) - was == 1 + pings
+        finally:
+            for raw in conns:
+                raw.close()
