@@ -7,6 +7,8 @@ from __future__ import annotations
 import select
 import socket
 import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import trio
 import trio.testing
@@ -36,6 +38,15 @@ async def tcp_pair() -> tuple[trio.socket.SocketType, trio.socket.SocketType]:
     return server, client
 
 
+@asynccontextmanager
+async def connected() -> AsyncIterator[tuple[Outbox, trio.socket.SocketType]]:
+    """An outbox on the server side of a TCP pair, and the client side."""
+    server, client = await tcp_pair()
+    with server, client:
+        async with trio.open_nursery() as nursery:
+            yield Outbox(server, nursery), client
+
+
 def text(payload: bytes) -> bytes:
     return frames.text_frame(payload)
 
@@ -47,48 +58,39 @@ async def nothing_arrived(client: trio.socket.SocketType) -> bool:
 
 
 async def test_held_frames_leave_in_one_write_as_the_step_ends() -> None:
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            before = data_segments_in(client)
-            with corked():
-                for i in range(3):
-                    assert outbox.send_held(text(b"frame %d" % i))
-                assert await nothing_arrived(client), "held until the step ends"
-            got = await read_frames(client, 3)
-            assert [p for _, p in got] == [b"frame 0", b"frame 1", b"frame 2"]
-            assert data_segments_in(client) - before == 1, "three frames, one write"
+    async with connected() as (outbox, client):
+        before = data_segments_in(client)
+        with corked():
+            for i in range(3):
+                assert outbox.send_held(text(b"frame %d" % i))
+            assert await nothing_arrived(client), "held until the step ends"
+        got = await read_frames(client, 3)
+        assert [p for _, p in got] == [b"frame 0", b"frame 1", b"frame 2"]
+        assert data_segments_in(client) - before == 1, "three frames, one write"
 
 
 async def test_without_a_step_each_frame_is_its_own_write() -> None:
     # What the step changes: the same frames outside one are three writes.
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            before = data_segments_in(client)
-            for i in range(3):
-                assert outbox.send_held(text(b"frame %d" % i))
-                await trio.sleep(0.01)
-            got = await read_frames(client, 3)
-            assert [p for _, p in got] == [b"frame 0", b"frame 1", b"frame 2"]
-            assert data_segments_in(client) - before == 3
+    async with connected() as (outbox, client):
+        before = data_segments_in(client)
+        for i in range(3):
+            assert outbox.send_held(text(b"frame %d" % i))
+            await trio.sleep(0.01)
+        got = await read_frames(client, 3)
+        assert [p for _, p in got] == [b"frame 0", b"frame 1", b"frame 2"]
+        assert data_segments_in(client) - before == 3
 
 
 async def test_a_frame_sent_directly_during_a_step_writes_what_is_held_first() -> None:
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            with corked():
-                outbox.send_held(text(b"notification 1"))
-                outbox.send(text(b"a reply"))  # e.g. a call's answer: it does not wait
-                got = await read_frames(client, 2)
-                assert [p for _, p in got] == [b"notification 1", b"a reply"]
-                outbox.send_held(text(b"notification 2"))
-                assert await nothing_arrived(client)
-            assert await read_frames(client, 1) == [(frames.OP_TEXT, b"notification 2")]
+    async with connected() as (outbox, client):
+        with corked():
+            outbox.send_held(text(b"notification 1"))
+            outbox.send(text(b"a reply"))  # e.g. a call's answer: it does not wait
+            got = await read_frames(client, 2)
+            assert [p for _, p in got] == [b"notification 1", b"a reply"]
+            outbox.send_held(text(b"notification 2"))
+            assert await nothing_arrived(client)
+        assert await read_frames(client, 1) == [(frames.OP_TEXT, b"notification 2")]
 
 
 async def test_a_held_step_is_released_a_slice_at_a_time() -> None:
@@ -116,47 +118,36 @@ async def test_a_held_step_is_released_a_slice_at_a_time() -> None:
 
 
 async def test_nested_steps_release_at_the_outermost() -> None:
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            before = data_segments_in(client)
+    async with connected() as (outbox, client):
+        before = data_segments_in(client)
+        with corked():
             with corked():
-                with corked():
-                    outbox.send_held(text(b"inner"))
-                assert await nothing_arrived(client)
-                outbox.send_held(text(b"outer"))
-            got = await read_frames(client, 2)
-            assert [p for _, p in got] == [b"inner", b"outer"]
-            assert data_segments_in(client) - before == 1
+                outbox.send_held(text(b"inner"))
+            assert await nothing_arrived(client)
+            outbox.send_held(text(b"outer"))
+        got = await read_frames(client, 2)
+        assert [p for _, p in got] == [b"inner", b"outer"]
+        assert data_segments_in(client) - before == 1
 
 
 async def test_a_connection_closed_during_a_step_drops_what_it_held() -> None:
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            other_server, other_client = await tcp_pair()
-            with other_server, other_client:
-                other = Outbox(other_server, nursery)  # another connection, in the same step
-                with corked():
-                    outbox.send_held(text(b"never sent"))
-                    other.send_held(text(b"still sent"))
-                    outbox.stop()
-                assert await nothing_arrived(client)
-                assert not outbox.send_held(text(b"after the stop"))
-                assert await read_frames(other_client, 1) == [(frames.OP_TEXT, b"still sent")]
+    async with connected() as (outbox, client), connected() as (other, other_client):
+        # another connection, in the same step
+        with corked():
+            outbox.send_held(text(b"never sent"))
+            other.send_held(text(b"still sent"))
+            outbox.stop()
+        assert await nothing_arrived(client)
+        assert not outbox.send_held(text(b"after the stop"))
+        assert await read_frames(other_client, 1) == [(frames.OP_TEXT, b"still sent")]
 
 
 async def test_the_last_frame_of_a_step_still_closes_the_connection() -> None:
-    server, client = await tcp_pair()
-    with server, client:
-        async with trio.open_nursery() as nursery:
-            outbox = Outbox(server, nursery)
-            with corked():
-                outbox.send_held(text(b"last news"))
-                outbox.send_last(frames.close_frame(frames.CLOSE_NORMAL))
-                assert not outbox.send_held(text(b"after the close"))
-            got = await read_frames(client)
-            assert got[0] == (frames.OP_TEXT, b"last news")
-            assert got[-1][0] == frames.OP_CLOSE
+    async with connected() as (outbox, client):
+        with corked():
+            outbox.send_held(text(b"last news"))
+            outbox.send_last(frames.close_frame(frames.CLOSE_NORMAL))
+            assert not outbox.send_held(text(b"after the close"))
+        got = await read_frames(client)
+        assert got[0] == (frames.OP_TEXT, b"last news")
+        assert got[-1][0] == frames.OP_CLOSE
