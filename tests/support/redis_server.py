@@ -66,9 +66,16 @@ class RedisServer:
 
     ``replica_of``: the port of the primary it replicates (a replica)."""
 
-    def __init__(self, port: int | None = None, *, replica_of: int | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        replica_of: int | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
         self.port = port or free_port()
         self.replica_of = replica_of
+        self._options = options  # more redis-server arguments
         self.process: subprocess.Popen[bytes] | None = None
         self._dir = tempfile.mkdtemp(prefix="scopecast-redis-")
 
@@ -93,11 +100,8 @@ class RedisServer:
                 "no",
                 "--dir",
                 self._dir,
-                # A replica's first full sync at once, not after Redis's default 5 s wait for
-                # more replicas: a fault injected sooner would find the replica empty.
-                "--repl-diskless-sync-delay",
-                "0",
                 *replication,
+                *self._options,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -173,7 +177,9 @@ class SentinelFleet:
 
     def __init__(self, master: str = "scopecast") -> None:
         self.master = master
-        self.primary = RedisServer()
+        # The replica's first full sync at once, not after Redis's default 5 s wait for more
+        # replicas: a fault injected sooner would find the replica empty.
+        self.primary = RedisServer(options=("--repl-diskless-sync-delay", "0"))
         self.replica = RedisServer(replica_of=self.primary.port)
         self.sentinels = [SentinelServer(self.primary.port, master=master) for _ in range(3)]
 
