@@ -62,7 +62,11 @@ from bench.synthetic import (
 from broker.app import Broker
 from broker.compose import ServeOptions, build_broker
 from broker.config import Config, ServerConfig
-from broker.rpc.dispatch import CallContext
+
+try:
+    from broker.rpc.dispatch import CallContext
+except ImportError:  # a tree from before broker's packages (``bench --before``)
+    from broker.dispatch import CallContext  # type: ignore[no-redef]
 
 try:
     from broker.operator.gc_keeper import serve_gc_keeper
