@@ -225,8 +225,8 @@ class Outbox:
             self._held = joined
 
     def _release(self) -> None:
-        """The step ended: what is held goes out in one write (or waits, as any frame would),
-        the close frame held with it included."""
+        """The step ended, or a frame is sent directly: what is held goes out in one write (or
+        waits in the backlog, as any frame would)."""
         held = self._held
         if held is None or self.broken:
             return
@@ -235,7 +235,9 @@ class Outbox:
         try:
             self.send(held)
         finally:
-            self.accepting = accepting and self.accepting  # an overflow now stops it too
+            # Held frames were accepted: they go even if nothing more is (an overflow now stops
+            # it as it would any frame).
+            self.accepting = accepting and self.accepting
 
     def send_last(self, frame: bytes | bytearray) -> None:
         """Queue a final frame (a close frame) and accept nothing after it."""
