@@ -111,8 +111,8 @@ class DeliveryQueue:
         self.submit(begin)
 
     async def delivered(self) -> None:
-        """Return once no fan-out is under way or waiting. The caller's code up to its next
-        checkpoint runs before any other fan-out begins."""
+        """Return once no fan-out is under way or waiting, and what one held is written. The
+        caller's code up to its next checkpoint runs before any other fan-out begins."""
         await trio.lowlevel.checkpoint()
         while self.busy:
             if self._idle is None:
@@ -146,18 +146,18 @@ class DeliveryQueue:
 
     def _run_held(self, cork: Cork, until: float) -> bool:
         while True:
-            current = self._current
-            if current is None:
-                current = self._current = self._next_step(cork)
-                if current is None:
-                    if self._holding is not None:
-                        return False  # the step may still submit: released in a later slice
-                    break
             try:
+                current = self._current
+                if current is None:
+                    current = self._current = self._next_step(cork)
+                    if current is None:
+                        if self._holding is not None:
+                            return False  # the step may still submit: released in a later slice
+                        break
                 done = current.run(until)
             except BaseException:
-                self._current = None  # a fan-out that failed is not tried again
-                if self._holding is not None:
+                self._current = None  # a fan-out that failed (or failed to begin) is not retried
+                if self._holding is not None:  # what it held goes now: nothing stays held
                     self._end_hold(cork, math.inf)
                 raise
             if not done:
