@@ -136,7 +136,8 @@ class ChainIngestion:
                 len(outcome.skipped),
                 block.number,
             )
-        await self.bus.publish_all(outcome.events)
+        for event in outcome.events:
+            await self.bus.publish(event)
         if self._delivered is not None:
             await self._delivered()
 
