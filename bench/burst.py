@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import ROOT, Child, ChildError, cpu_seconds
+from bench.stats import percentile
 from bench.workloads import (
     LOGS_PARAMS,
     PYTHON,
     SESSION_REQUEST,
     LoadGenerators,
     Settings,
-    _percentile,
     _settle,
     invoke,
     start_node,
@@ -232,7 +232,7 @@ def _trial(
         if measured:
             running.http.extend(during)
             if during:
-                running.http_rounds.append(_percentile(during, 0.99))
+                running.http_rounds.append(percentile(during, 0.99))
             running.pauses.extend(pause for _, pause, _ in gc_pauses)
             running.cpu_pauses.extend(cpu for _, _, cpu in gc_pauses)
             for generation, pause, cpu in gc_pauses:
@@ -269,8 +269,8 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
         "deliveries_per_server_cpu_s": round(statistics.median(running.cpu_rates))
         if running.cpu_rates
         else None,
-        "p50_ms": _ms(_percentile(running.latencies, 0.5)) if running.latencies else None,
-        "p99_ms": _ms(_percentile(running.latencies, 0.99)) if running.latencies else None,
+        "p50_ms": _ms(percentile(running.latencies, 0.5)) if running.latencies else None,
+        "p99_ms": _ms(percentile(running.latencies, 0.99)) if running.latencies else None,
         "max_ms": _ms(max(running.latencies)) if running.latencies else None,
         "server_cpu_share": round(running.cpu_totals[0] / running.cpu_totals[2], 2)
         if running.cpu_totals[2]
@@ -284,16 +284,16 @@ def _figures(running: _Running, subscribers: int) -> dict[str, Any]:
         http = running.http
         found["http_during_burst"] = {
             "calls": len(http),
-            "p50_ms": _ms(_percentile(http, 0.5)) if http else None,
-            "p99_ms": _ms(_percentile(http, 0.99)) if http else None,
+            "p50_ms": _ms(percentile(http, 0.5)) if http else None,
+            "p99_ms": _ms(percentile(http, 0.99)) if http else None,
             "max_ms": _ms(max(http)) if http else None,
             "p99_ms_rounds": [_ms(v) for v in running.http_rounds],
         }
         pauses = running.pauses
         found["gc_pauses"] = {
             "collections": len(pauses),
-            "p50_ms": _ms(_percentile(pauses, 0.5)) if pauses else None,
-            "p99_ms": _ms(_percentile(pauses, 0.99)) if pauses else None,
+            "p50_ms": _ms(percentile(pauses, 0.5)) if pauses else None,
+            "p99_ms": _ms(percentile(pauses, 0.99)) if pauses else None,
             "max_ms": _ms(max(pauses)) if pauses else None,
             "max_cpu_ms": _ms(max(running.cpu_pauses)) if running.cpu_pauses else None,
             "pauses_ms": sorted((_ms(p) or 0.0 for p in pauses), reverse=True)[:200],

@@ -19,11 +19,11 @@ from typing import Any
 
 from bench.burst import prepare_before
 from bench.procs import Child, ChildError
+from bench.stats import percentile
 from bench.workloads import (
     FANOUT_SYSTEMS,
     LoadGenerators,
     Settings,
-    _percentile,
     _settle,
     start_scopecast,
 )
@@ -97,10 +97,10 @@ def _summary(pauses: list[tuple[int, float, float]]) -> dict[str, Any]:
         )
     return {
         "collections": len(pauses),
-        "p50_ms": _ms(_percentile(wall, 0.5)) if wall else None,
-        "p99_ms": _ms(_percentile(wall, 0.99)) if wall else None,
+        "p50_ms": _ms(percentile(wall, 0.5)) if wall else None,
+        "p99_ms": _ms(percentile(wall, 0.99)) if wall else None,
         "max_ms": _ms(max(wall, default=0.0)),
-        "p99_cpu_ms": _ms(_percentile(cpu, 0.99)) if cpu else None,
+        "p99_cpu_ms": _ms(percentile(cpu, 0.99)) if cpu else None,
         "max_cpu_ms": _ms(max(cpu, default=0.0)),
         "over_20ms_cpu": sum(1 for c in cpu if c * 1000 > LONG_MS),
         "generations": generations,

@@ -390,10 +390,6 @@ def _settle(server: Child, expected: int, timeout: float = 30.0) -> dict[str, An
         time.sleep(0.2)
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    return percentile(values, fraction)
-
-
 def measure_bursts(
     server: Child,
     loadgens: LoadGenerators,
@@ -454,8 +450,8 @@ def measure_bursts(
         "notifications_per_server_cpu_s": round(statistics.median(cpu_rates))
         if cpu_rates
         else None,
-        "p50_ms": round(_percentile(latencies, 0.5) * 1000, 1) if latencies else None,
-        "p99_ms": round(_percentile(latencies, 0.99) * 1000, 1) if latencies else None,
+        "p50_ms": round(percentile(latencies, 0.5) * 1000, 1) if latencies else None,
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 1) if latencies else None,
         "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
         "server_cpu_share": round(server_cpu / wall, 2) if wall else None,
         "loadgen_cpu_share": round(loadgen_cpu / wall, 2) if wall else None,

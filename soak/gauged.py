@@ -1,7 +1,7 @@
 """``scopecast`` with gauges the harness reads: ``python -m soak.gauged serve ...`` is ``scopecast
 serve ...`` that also writes, every second, its trio task count and its garbage-collector pauses
-(the longest of the last ten seconds, of the whole run, and since it serves) to ``$SOAK_GAUGES/<pid>.json``: the
-broker's ``/metrics`` has neither. RSS and fds are read from ``/proc`` by the harness itself."""
+(the longest of the last ten seconds, of the whole run, and since it serves) to
+``$SOAK_GAUGES/<pid>.json``: the broker's ``/metrics`` has neither. RSS and fds are read from ``/proc`` by the harness itself."""
 
 from __future__ import annotations
 

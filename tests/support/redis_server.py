@@ -26,29 +26,30 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _answers_ping(port: int) -> bool:
+def _reply(port: int, command: bytes, until: bytes) -> bytes:
+    """The reply to an inline ``command``, read until it holds ``until`` and ends a line (b"" when
+    nothing answers)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def _replica_in_sync(port: int) -> bool:
-    """Whether the replica on ``port`` has its primary's data (its link is up)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"INFO replication\r\n")
+            sock.sendall(command + b"\r\n")
             reply = b""
-            while b"master_link_status" not in reply or not reply.endswith(b"\r\n"):
+            while until not in reply or not reply.endswith(b"\r\n"):
                 chunk = sock.recv(4096)
                 if not chunk:
                     break
                 reply += chunk
-            return b"master_link_status:up" in reply
+            return reply
     except OSError:
-        return False
+        return b""
+
+
+def _answers_ping(port: int) -> bool:
+    return _reply(port, b"PING", b"+PONG").startswith(b"+PONG")
+
+
+def _replica_in_sync(port: int) -> bool:
+    """Whether the replica on ``port`` has its primary's data (its link is up)."""
+    return b"master_link_status:up" in _reply(port, b"INFO replication", b"master_link_status")
 
 
 def _binary() -> str:
