@@ -158,7 +158,9 @@ class Forwarder:
                 try:
                     result = await upstream.request(method, params, max_results=max_results)
                 except UpstreamFailure as exc:
-                    failure = exc
+                    # Kept without its traceback, which holds this frame: a cycle otherwise (a
+                    # frozen one is never collected: broker.operator.gc_keeper).
+                    failure = exc.with_traceback(None)
                 except RpcError:
                     self._answered(index)
                     raise

@@ -46,6 +46,8 @@ class _Reply(msgspec.Struct):
 
 
 _reply_decoder: Final = msgspec.json.Decoder(_Reply)
+#: What a finished response's stream is replaced with (:meth:`HttpUpstream.request`).
+_CLOSED: Final = httpx.ByteStream(b"")
 
 
 class UpstreamFailure(Exception):
@@ -182,16 +184,30 @@ class HttpUpstream:
         except httpx.HTTPError as exc:
             raise UpstreamFailure(f"transport error: {exc!r}", delivered=True) from exc
         finally:
-            await response.aclose()
+            try:
+                await response.aclose()
+            finally:
+                # httpx binds the response's stream to the response: a cycle. Cut, so that a
+                # call under way when the garbage keeper froze it is still freed by reference
+                # counting once it ends (a frozen cycle is never collected: gc_keeper).
+                response.stream = _CLOSED
         return self._result(status, b"".join(chunks))
 
-    def _result(self, status: int, body: bytes) -> msgspec.Raw:
+    @staticmethod
+    def _result(status: int, body: bytes) -> msgspec.Raw:
+        # The errors are raised as they are made, never held in a local: a traceback keeps this
+        # frame, and a frame holding its own exception is a cycle (see the stream above).
         reply = _decode_reply(body)
-        error = _wire_error(reply.error) if reply is not None and reply.error is not UNSET else None
         if status == 429 or status >= 500:
-            raise UpstreamFailure(f"HTTP {status}", delivered=True, reply_error=error)
-        if error is not None:
-            raise error
+            raise UpstreamFailure(
+                f"HTTP {status}",
+                delivered=True,
+                reply_error=_wire_error(reply.error)
+                if reply is not None and reply.error is not UNSET
+                else None,
+            )
+        if reply is not None and reply.error is not UNSET:
+            raise _wire_error(reply.error)
         if status >= 300 or reply is None or reply.result is UNSET:
             shown = body[:120].decode("utf-8", "replace")
             raise UpstreamFailure(f"HTTP {status}, not a JSON-RPC reply: {shown!r}", delivered=True)
