@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import collections
 import gc
+import sys
 
 import trio
+import trio.testing
 
 from broker.operator.gc_keeper import collect_and_freeze
 from tests.support.inprocess import RunningBroker, dapp
@@ -71,3 +73,22 @@ async def test_connections_that_end_leave_no_cycle_for_the_collector(node: Runni
             gc.set_debug(0)
             gc.garbage.clear()
     assert ours == [], collections.Counter(ours)
+
+
+async def test_a_connection_is_freed_as_it_ends(node: RunningBroker) -> None:
+    """No part of the broker holds an ended connection until later (the resume keeper's record
+    flusher did, for each connection whose end dropped subscriptions: under load its backlog kept
+    thousands of ended connections)."""
+    with trio.fail_after(30):
+        async with dapp(node.ws_url()) as direct:
+            await direct.result("eth_subscribe", ["newHeads"])
+            await direct.result("eth_subscribe", ["logs", {}])
+            assert "error" not in await node.rpc("evm_mine", [])
+            await direct.notification()  # a delivery step to a connection of two subscriptions
+            (conn,) = node.broker.connections
+        # Every task has run as far as it can (the flusher waits 50 ms before it writes); then
+        # this test's name is the one reference left (getrefcount's argument is the other).
+        while len(node.broker.connections):
+            await trio.testing.wait_all_tasks_blocked()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sys.getrefcount(conn) == 2, [type(r) for r in gc.get_referrers(conn)]

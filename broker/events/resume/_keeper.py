@@ -166,7 +166,13 @@ class ResumeKeeper:
 
     def changed(self, conn: Subscriber) -> None:
         """``conn``'s subscriptions changed: its record is written again soon."""
-        self._dirty.add(_ours(conn))
+        ours = _ours(conn)
+        if ours.slots.get(_STATE) is None:
+            # Nothing to write: it follows no log, or it ended and its record is kept already
+            # (the subscriptions its end drops come after release()). Not held for the flusher
+            # either: an ended connection is freed at once.
+            return
+        self._dirty.add(ours)
         self._wake.set()
 
     def _record(self, conn: WebSocketConnection, state: ResumeState) -> ResumeRecord:
