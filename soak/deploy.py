@@ -205,6 +205,22 @@ class Deployment:
             sample["response_cache_mib"] = round(read["scopecast_response_cache_bytes"] / 2**20, 1)
         return sample
 
+    async def census(self, web: ScopecastProcess) -> dict[str, Any] | None:
+        """What a running web process's collector will never free (``soak.gauged``'s census of
+        the cycles among frozen objects); None when it did not answer within a minute."""
+        pid = web.pid
+        if pid is None or not web.running:
+            return None
+        answer = self.folder / f"{pid}-census.json"
+        answer.unlink(missing_ok=True)
+        (self.folder / f"{pid}.census-please").touch()
+        with trio.move_on_after(60.0):
+            while not answer.exists():  # noqa: ASYNC110 - another process writes it
+                await trio.sleep(0.2)
+            found: dict[str, Any] = json.loads(answer.read_text())
+            return found
+        return None
+
     def sample(self, web: ScopecastProcess) -> dict[str, Any] | None:
         """RSS, fds, tasks and the longest GC pause of the last second of a running web process."""
         pid = web.pid

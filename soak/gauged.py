@@ -1,7 +1,12 @@
 """``scopecast`` with gauges the harness reads: ``python -m soak.gauged serve ...`` is ``scopecast
 serve ...`` that also writes, every second, its trio task count and its garbage-collector pauses
 (the longest of the last ten seconds, of the whole run, and since it serves) to
-``$SOAK_GAUGES/<pid>.json``: the broker's ``/metrics`` has neither. RSS and fds are read from ``/proc`` by the harness itself."""
+``$SOAK_GAUGES/<pid>.json``: the broker's ``/metrics`` has neither. RSS and fds are read from ``/proc`` by the harness itself.
+
+Asked (a file ``<pid>.census-please`` in that folder), it also counts once what the garbage collector
+will never free: the objects in cycles among those ``broker.operator.gc_keeper`` froze (a frozen
+object is never looked at again, so garbage among them stays for good), to
+``<pid>-census.json``."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,8 @@ class Gauges(trio.abc.Instrument):
         self._started = 0.0
         self._started_cpu = 0.0
         self._serving = False
+        #: While the census runs: its own collection is no pause of the process's.
+        self.counting = False
         gc.callbacks.append(self._gc)
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
@@ -48,6 +55,8 @@ class Gauges(trio.abc.Instrument):
         self.tasks -= 1
 
     def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if self.counting:
+            return
         if phase == "start":
             self._serving = gc.get_freeze_count() > 0
             self._started = time.perf_counter()
@@ -67,8 +76,15 @@ class Gauges(trio.abc.Instrument):
     def write_every_second(self, path: Path) -> None:
         seconds: deque[float] = deque(maxlen=10)  # the longest pause of each of the last 10 s
         longest = longest_cpu = 0.0
+        asked = path.with_name(f"{path.stem}.census-please")
         while True:
             time.sleep(1.0)
+            if asked.exists():
+                census = self.census_of_cycles()
+                part = path.with_name(f"{path.stem}-census.part")
+                part.write_text(json.dumps(census))
+                part.replace(path.with_name(f"{path.stem}-census.json"))
+                asked.unlink()
             seconds.append(self.max_pause)
             self.max_pause = 0.0
             longest = max(longest, seconds[-1])
@@ -87,6 +103,34 @@ class Gauges(trio.abc.Instrument):
             part = path.with_suffix(".part")
             part.write_text(json.dumps(figures))
             part.replace(path)
+
+    def census_of_cycles(self) -> dict[str, Any]:
+        """The objects in cycles that nothing else refers to, frozen ones included, by type;
+        then they are freed. The server's thread waits meanwhile (its keeper freezes too)."""
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(1000.0)  # no switch to the other thread while this one runs
+        self.counting = True
+        started = time.perf_counter()
+        try:
+            frozen = gc.get_freeze_count()
+            gc.unfreeze()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            found = Counter(type(each).__qualname__ for each in gc.garbage)
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.collect()  # what was saved is freed now, then the rest frozen again
+            gc.freeze()
+        finally:
+            gc.set_debug(0)
+            self.counting = False
+            sys.setswitchinterval(switch)
+        return {
+            "objects": sum(found.values()),
+            "by_type": dict(found.most_common(12)),
+            "frozen_before": frozen,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
 
 
 def trace_allocations(path: Path, every: float, frames: int) -> None:

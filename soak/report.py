@@ -7,6 +7,7 @@ from typing import Any
 
 RSS_GROWTH_TARGET = 5.0  # % over the last half of the soak
 GC_PAUSE_TARGET_MS = 20.0  # the longest collection while serving, CPU time
+KEPT_IN_CYCLES_TARGET = 1_000  # objects in cycles among the frozen ones at the end of the soak
 # The overload's documented memory bound for its one web process: a base (an idle web process is
 # ~80 MiB) plus 32 KiB a connection (a quick run measured ~9 KiB a session connection with a
 # newHeads subscription: the bound leaves room for backlogs of slow consumers up to the outbox limit).
@@ -60,6 +61,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "measured": f"{pause} ms CPU ({soak.get('max_gc_pause_ms')} ms wall; web "
                 "processes, worst)",
                 "met": pause is not None and pause < GC_PAUSE_TARGET_MS,
+            }
+        )
+        kept = soak.get("kept_in_cycles")
+        found.append(
+            {
+                "target": "soak: nothing kept for good: under "
+                f"{KEPT_IN_CYCLES_TARGET:,} objects in cycles among the frozen ones at the end "
+                "(the collector never frees those)",
+                "measured": f"{kept} objects (web processes, worst)",
+                "met": kept is not None and kept < KEPT_IN_CYCLES_TARGET,
             }
         )
         fds = soak.get("fd_growth")
@@ -525,8 +536,9 @@ def write(results: dict[str, Any], out: Path) -> None:
             "| web process | RSS growth (last half) | fd growth, judged | fd growth: raw / less "
             "clients / less pools | Redis, upstream connections: most seen (bound) "
             "| longest GC pause serving, wall / CPU (ms) | RSS at end (MiB) | tasks at end "
-            "| start-up's longest GC pause, CPU (ms) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| start-up's longest GC pause, CPU (ms) | kept in cycles at the end: objects "
+            "(most common types) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for web, figures in sorted(soak.get("per_web", {}).items()):
             most = figures.get("pooled_max") or {}
@@ -539,7 +551,7 @@ def write(results: dict[str, Any], out: Path) -> None:
                 f"{most.get('upstream')} ({bounds.get('upstream')}) | "
                 f"{figures['max_gc_pause_ms']} / {figures.get('max_gc_pause_cpu_ms')} | "
                 f"{figures.get('rss_mib_end')} | {figures.get('tasks_end')} | "
-                f"{figures.get('start_up_gc_pause_cpu_ms', '-')} |"
+                f"{figures.get('start_up_gc_pause_cpu_ms', '-')} | {_kept(figures)} |"
             )
         lines += ["", *_fd_trajectory(soak)]
         lines += [
@@ -617,3 +629,11 @@ def _json_lines(value: Any) -> list[str]:
     import json
 
     return json.dumps(value, indent=2).splitlines()
+
+
+def _kept(figures: dict[str, Any]) -> str:
+    census = figures.get("kept_in_cycles")
+    if not census:
+        return "-"
+    types = ", ".join(f"{name} {count}" for name, count in list(census["by_type"].items())[:4])
+    return f"{census['objects']}" + (f" ({types})" if types else "")

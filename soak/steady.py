@@ -198,6 +198,8 @@ async def run_soak(
             await trio.sleep(s.sample_every)
         nursery.cancel_scope.cancel()
     ran = time.monotonic() - started
+    # What each process will never free, counted once the load is over (a pause of its own).
+    censuses = [await d.census(web) for web in d.webs]
     crashed = [i for i, web in enumerate(d.webs) if not web.running]
     top = max(h[1] for c in clients for h in c.heads[-1:])
     low = min(c.heads[0][1] for c in clients if c.heads)
@@ -226,6 +228,7 @@ async def run_soak(
                 (x.get("gc_max_pause_cpu_ms_start_up", 0) for x in mine), default=None
             ),
             "rss_mib_end": mine[-1]["rss_mib"] if mine else None,
+            "kept_in_cycles": censuses[index],
             "tasks_end": mine[-1].get("tasks") if mine else None,
         }
     growths = [w["rss_growth_pct"] for w in per_web.values() if w["rss_growth_pct"] is not None]
@@ -261,6 +264,7 @@ async def run_soak(
         "max_gc_pause_cpu_ms": max(
             (w["max_gc_pause_cpu_ms"] or 0 for w in per_web.values()), default=None
         ),
+        "kept_in_cycles": max((c["objects"] for c in censuses if c is not None), default=None),
         "per_web": per_web,
         "crashed_webs": crashed,
         "heads_checked": len(clients),
