@@ -136,8 +136,7 @@ class ChainIngestion:
                 len(outcome.skipped),
                 block.number,
             )
-        for event in outcome.events:
-            await self.bus.publish(event)
+        await self.bus.publish_all(outcome.events)
         if self._delivered is not None:
             await self._delivered()
 

@@ -12,6 +12,7 @@ import trio
 
 from adapters.backoff import Backoff
 from broker.redis._client import BLOCK_MS, READ_GRACE, RedisClient, RedisFailure
+from broker.transport.outbox import corked
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +73,19 @@ async def follow_streams(
             await trio.sleep(delay)
             continue
         backoff.succeeded()
-        for key, entries in (reply or {}).items():
-            for entry in entries:
-                identifier = as_bytes(entry.identifier)
-                positions[key] = identifier
-                fields = entry_fields(entry.field_values)
-                try:
-                    on_entry(as_bytes(key), identifier.decode(), fields)
-                except Exception:
-                    # One bad entry (or a bug in a subscriber) must not end the process's event path.
-                    log.exception("dropping stream entry %s of %r", entry.identifier, key)
+        # What one read brought is one delivery step: a connection gets its frames of all of
+        # it (a block's head and logs, a slot's account updates) in one write.
+        with corked():
+            for key, entries in (reply or {}).items():
+                for entry in entries:
+                    identifier = as_bytes(entry.identifier)
+                    positions[key] = identifier
+                    fields = entry_fields(entry.field_values)
+                    try:
+                        on_entry(as_bytes(key), identifier.decode(), fields)
+                    except Exception:
+                        # One bad entry (or a bug in a subscriber) must not end the event path.
+                        log.exception("dropping stream entry %s of %r", entry.identifier, key)
 
 
 _STREAM_ID: Final = re.compile(r"\A([0-9]{1,20})-([0-9]{1,20})\Z")

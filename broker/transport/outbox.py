@@ -15,6 +15,15 @@ means the peer is a slow consumer: the queued frames are dropped (a frame alread
 finished so the stream stays well-formed), a final frame (the close frame) is queued in their
 place, and ``on_overflow`` is called so that the connection can end itself. Messages are never
 silently skipped: after an overflow nothing more is accepted.
+
+During a delivery step (:class:`Cork`: the events of a block, a batch read from the bus, the
+fan-outs they begin), :meth:`Outbox.send_held` holds a connection's frames instead of writing
+them, and each connection's go out in one write as the step is released: a connection with
+several subscriptions (a head and its logs, several accounts a slot wrote) gets them all in one
+write, still as separate frames. Only such connections hold (the hub gives them ``send_held``). A
+frame sent directly meanwhile (a reply, a ping) releases what is held first, then goes: the order
+never changes and nothing waits for the step. What is held is the frame itself, or one
+``bytearray`` per connection and step once there are two (no container the collector tracks).
 """
 
 from __future__ import annotations
@@ -22,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import select
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from itertools import islice
@@ -46,6 +57,65 @@ class TaskStarter(Protocol):
     def start_soon(self, async_fn: Callable[[], Awaitable[Any]]) -> None: ...
 
 
+class Cork:
+    """This trio run's delivery steps: while :attr:`holds` is above 0, :meth:`Outbox.send_held`
+    holds frames; the outboxes holding some are in :attr:`held` until :meth:`release`.
+
+    A step is held by a ``with corked():`` block (one bus read, one block's events) or by the hub's
+    delivery queue across the slices of the fan-outs such a block began
+    (:mod:`broker.events.subscriptions._delivery`), which then releases them a slice at a time."""
+
+    __slots__ = ("_at", "_last_batch", "_nesting", "batch", "held", "holds")
+
+    def __init__(self) -> None:
+        self.holds = 0
+        self.held: list[Outbox] = []
+        #: The number of the ``with`` block under way (0: none): what it submits belongs together.
+        self.batch = 0
+        self._nesting = 0
+        self._last_batch = 0
+        self._at = 0  # held outboxes already released by a sliced release
+
+    def new_batch(self) -> int:
+        self._last_batch += 1
+        return self._last_batch
+
+    def __enter__(self) -> None:
+        if not self._nesting:
+            self.batch = self.new_batch()
+        self._nesting += 1
+        self.holds += 1
+
+    def __exit__(self, *_: object) -> None:
+        self._nesting -= 1
+        if not self._nesting:
+            self.batch = 0
+        self.holds -= 1
+        if not self.holds and self.held:
+            self.release(math.inf)
+
+    def release(self, until: float) -> bool:
+        """Write what the held outboxes hold, one write each, until ``time.perf_counter()``
+        passes ``until`` (False: some are left for the next call)."""
+        held = self.held
+        at = self._at
+        while at < len(held):
+            stop = min(len(held), at + _RELEASE_CHECK)
+            for i in range(at, stop):
+                _release(held[i])
+            at = stop
+            if at < len(held) and time.perf_counter() >= until:
+                self._at = at
+                return False
+        held.clear()
+        self._at = 0
+        return True
+
+
+#: Held outboxes released between two looks at the clock.
+_RELEASE_CHECK: Final = 64
+
+
 class Outbox:
     """Writes frames to one socket without awaiting; past ``limit`` bytes unsent, the peer is cut off.
 
@@ -55,9 +125,11 @@ class Outbox:
     __slots__ = (
         "_backlog",
         "_backlog_size",
+        "_cork",
         "_fd",
         "_flushing",
         "_head_offset",
+        "_held",
         "_idle",
         "_nursery",
         "_on_overflow",
@@ -83,8 +155,11 @@ class Outbox:
         self._nursery: TaskStarter | None = nursery
         # Created when the socket first pushes back, dropped once drained: most connections never
         # need one, and an empty deque costs more than the rest of the outbox.
-        self._backlog: deque[bytes] | None = None
+        self._backlog: deque[bytes | bytearray] | None = None
         self._backlog_size = 0
+        self._cork = _run_cork()
+        # Frames held during a delivery step (send_held): the frame, or a bytearray once two.
+        self._held: bytes | bytearray | None = None
         self._head_offset = 0  # bytes of _backlog[0] already written
         self._flushing = False
         self._idle: trio.Event | None = None
@@ -100,10 +175,12 @@ class Outbox:
         """Bytes accepted but not yet written to the socket."""
         return self._backlog_size
 
-    def send(self, frame: bytes) -> bool:
+    def send(self, frame: bytes | bytearray) -> bool:
         """Queue one whole frame for the peer; False if nothing more is accepted."""
         if not self.accepting:
             return False
+        if self._held is not None:  # what a step held goes first, now: nothing waits for it
+            self._release()
         if not self._backlog:
             try:
                 written = os.write(self._fd, frame)
@@ -126,7 +203,43 @@ class Outbox:
         self._ensure_flusher()
         return True
 
-    def send_last(self, frame: bytes) -> None:
+    def send_held(self, frame: bytes) -> bool:
+        """:meth:`send`, but during a delivery step (:class:`Cork`) the frame is held, with every
+        other this connection gets in the step, until the step is released (then they go in one
+        write) or a frame is sent to it directly (then they go first)."""
+        if self._cork.holds and self.accepting and not self._backlog:
+            self._hold(frame)
+            return True
+        return self.send(frame)
+
+    def _hold(self, frame: bytes | bytearray) -> None:
+        held = self._held
+        if held is None:
+            self._held = frame
+            self._cork.held.append(self)
+        elif type(held) is bytearray:
+            held += frame
+        else:
+            joined = bytearray(held)
+            joined += frame
+            self._held = joined
+
+    def _release(self) -> None:
+        """The step ended, or a frame is sent directly: what is held goes out in one write (or
+        waits in the backlog, as any frame would)."""
+        held = self._held
+        if held is None or self.broken:
+            return
+        self._held = None
+        accepting, self.accepting = self.accepting, True
+        try:
+            self.send(held)
+        finally:
+            # Held frames were accepted: they go even if nothing more is (an overflow now stops
+            # it as it would any frame).
+            self.accepting = accepting and self.accepting
+
+    def send_last(self, frame: bytes | bytearray) -> None:
         """Queue a final frame (a close frame) and accept nothing after it."""
         if self.accepting:
             self.send(frame)
@@ -147,6 +260,7 @@ class Outbox:
         self.accepting = False
         self.broken = True
         self._backlog = None
+        self._held = None
         self._backlog_size = 0
         if self._flushing:
             _flusher().forget(self)  # before the socket closes and its number is reused
@@ -203,7 +317,7 @@ class Outbox:
         backlog = self._backlog
         if self.broken or not backlog:
             return
-        buffers: list[bytes | memoryview] = list(islice(backlog, _IOV_BATCH))
+        buffers: list[bytes | bytearray | memoryview] = list(islice(backlog, _IOV_BATCH))
         if self._head_offset:
             buffers[0] = memoryview(buffers[0])[self._head_offset :]
         try:
@@ -277,6 +391,15 @@ class _Flusher:
                     outbox._flushed()
 
 
+def _release(outbox: Outbox) -> None:
+    """``outbox._release()``, behind its connection's boundary, as :func:`_still_writing`."""
+    try:
+        outbox._release()
+    except Exception:
+        log.exception("writing a connection's held frames failed: that connection is cut off")
+        outbox._break()
+
+
 def _still_writing(outbox: Outbox) -> bool:
     """``outbox._writable()``, behind its connection's boundary: the flusher serves every
     connection, so what goes wrong writing one connection's backlog ends that one only."""
@@ -313,6 +436,28 @@ class _PortableFlusher:
         finally:
             if outbox._flushing and not outbox.broken:  # cancelled: the drains are let go
                 outbox._flushed()
+
+
+_CORK: trio.lowlevel.RunVar[Cork] = trio.lowlevel.RunVar("scopecast_outbox_cork")
+
+
+def _run_cork() -> Cork:
+    """This trio run's cork (one of its own outside a run: never entered)."""
+    try:
+        return _CORK.get()
+    except LookupError:
+        found = Cork()
+        _CORK.set(found)
+        return found
+    except RuntimeError:  # not in a trio run
+        return Cork()
+
+
+def corked() -> Cork:
+    """This trio run's :class:`Cork`: ``with corked():`` (nested or not) is one delivery step, whose
+    held frames go out as the outermost ends, one write per connection, unless the delivery queue
+    holds them longer (across the slices of the fan-outs the step began)."""
+    return _run_cork()
 
 
 _FLUSHER: trio.lowlevel.RunVar[_Flusher | _PortableFlusher] = trio.lowlevel.RunVar(

@@ -183,9 +183,10 @@ class WebSocketConnection:
         """Send an already-built frame (fan-out builds one frame for many connections)."""
         return self.outbox.send(frame)
 
-    def frame_sender(self) -> Callable[[bytes], bool]:
-        """:meth:`send_frame` without the call between: the outbox's own."""
-        return self.outbox.send
+    def frame_sender(self, *, held: bool = False) -> Callable[[bytes], bool]:
+        """:meth:`send_frame` without the call between: the outbox's own (``held``: the one that
+        holds frames until a delivery step ends, so they leave in one write)."""
+        return self.outbox.send_held if held else self.outbox.send
 
     def heartbeat(self, now: float, pong_due: float) -> None:
         """Ping (the pong due by ``pong_due``), or close a peer whose last ping went unanswered

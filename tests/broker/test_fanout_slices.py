@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 import trio
 
 from adapters.evm.blocks import ChainBlock, LogRecord, LogsEvent
 from adapters.evm.subscriptions import EVM_SUBSCRIPTIONS
 from broker.events.cursors import FeedPositions, ResumeState, new_token
 from broker.events.subscriptions import Subscriber, Subscription, SubscriptionHub
+from broker.events.subscriptions._delivery import DeliveryQueue
 from broker.metrics import Metrics
 from broker.rpc.dispatch import Slot, Slots
+from broker.transport.outbox import corked
 
 CHAIN = "eip155:1"
 TOKEN = "0x" + "aa" * 20
@@ -33,7 +36,7 @@ class Sink:
         self.writes.append(frame)
         return True
 
-    def frame_sender(self) -> Callable[[bytes], bool]:
+    def frame_sender(self, *, held: bool = False) -> Callable[[bytes], bool]:
         return self.send_frame
 
 
@@ -143,3 +146,22 @@ async def test_without_its_serving_task_a_fan_out_ends_at_once() -> None:
     hub.publish(_block(2), "2-0")
     assert not hub.delivery.busy
     assert all(len(_messages(sink.writes[0])) == LOGS_PER_BLOCK for sink in sinks)
+
+
+async def test_a_fan_out_that_fails_to_begin_leaves_nothing_held() -> None:
+    # A step holds frames from its first fan-out's beginning: one that raises there must not leave
+    # the queue busy (delivered() would never return, and the chain's ingestion would wait on it).
+    queue = DeliveryQueue()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(queue.serve)
+
+        def fails() -> None:
+            raise RuntimeError("this fan-out cannot begin")
+
+        with corked(), pytest.raises(RuntimeError):
+            queue.submit(fails)
+        with trio.fail_after(5):
+            await queue.delivered()
+        assert not queue.busy
+        assert corked().holds == 0
+        nursery.cancel_scope.cancel()

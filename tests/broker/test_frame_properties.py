@@ -30,7 +30,7 @@ class Sink:
     def send_frame(self, frame: bytes) -> bool:
         return True
 
-    def frame_sender(self) -> Callable[[bytes], bool]:
+    def frame_sender(self, *, held: bool = False) -> Callable[[bytes], bool]:
         return self.send_frame
 
 

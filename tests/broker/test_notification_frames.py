@@ -29,7 +29,7 @@ class Sink:
         self.sent.append(frame)
         return True
 
-    def frame_sender(self) -> Callable[[bytes], bool]:
+    def frame_sender(self, *, held: bool = False) -> Callable[[bytes], bool]:
         return self.send_frame
 
 

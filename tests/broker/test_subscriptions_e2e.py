@@ -1,10 +1,13 @@
 """Subscriptions over real WebSockets on the dev chain: newHeads, logs, reorgs, both forms."""
 
+import json
 from typing import Any
 
 import trio
 
+from tests.broker.test_outbox_steps import data_segments_in
 from tests.support.inprocess import Dapp, RunningBroker, dapp
+from tests.support.rawws import RawWebSocket
 
 DEV = "eip155:1337"
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -211,3 +214,95 @@ async def test_session_subscribe_needs_the_notification_granted(node: RunningBro
                 {"scope": DEV, "request": {"method": "eth_subscribe", "params": ["newHeads"]}},
             )
             assert reply["error"]["code"] == 4100
+
+
+async def test_a_block_reaches_a_connection_in_one_write(node: RunningBroker) -> None:
+    """A connection with several subscriptions (newHeads and two log filters) gets every frame a
+    block makes for it (its head, the log once per matching subscription) in one write: the client
+    counts the data segments it received."""
+    token = await token_address(node)
+    with trio.fail_after(30):
+        raw = await RawWebSocket.connect(node.port, "/ws/v3/dev")
+        try:
+            ids = []
+            wanted: list[list[Any]] = [
+                ["newHeads"],
+                ["logs", {"address": token}],
+                ["logs", {"topics": [TRANSFER]}],
+            ]
+            for i, params in enumerate(wanted):
+                await raw.call(
+                    {"jsonrpc": "2.0", "id": i, "method": "eth_subscribe", "params": params}
+                )
+                ids.append((await raw.message())["result"])
+            before = data_segments_in(raw.sock)
+            await transfer(node, token, "0x" + "a1" * 20, 5)
+            got: list[dict[str, Any]] = []
+            pings = 0
+            while len(got) < 3:
+                frame = await raw.frame()
+                assert frame is not None
+                if frame[0] == 0x9:  # a heartbeat ping that fell in between: its own write
+                    pings += 1
+                    continue
+                got.append(json.loads(frame[1]))
+            subs = [n["params"]["subscription"] for n in got]
+            assert subs[0] == ids[0], "the head first"
+            assert sorted(subs[1:]) == sorted(ids[1:])
+            assert data_segments_in(raw.sock) - before == 1 + pings
+        finally:
+            raw.close()
+
+
+async def test_a_block_reaches_each_connection_in_one_write_across_slices(
+    node: RunningBroker,
+) -> None:
+    """300 connections with newHeads and logs each, and slices cut as short as they go (a look at
+    the clock every 256 frames ends one): the block's fan-outs take several slices, and each
+    connection still gets its head and its log in one write."""
+    token = await token_address(node)
+    node.broker.hub.delivery.slice = 0.0
+    with trio.fail_after(60):
+        conns = [await RawWebSocket.connect(node.port, "/ws/v3/dev") for _ in range(300)]
+        try:
+            for raw in conns:
+                await raw.send_many(
+                    [
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 1,
+                                "method": "eth_subscribe",
+                                "params": ["newHeads"],
+                            }
+                        ),
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 2,
+                                "method": "eth_subscribe",
+                                "params": ["logs", {"address": token}],
+                            }
+                        ),
+                    ]
+                )
+            for raw in conns:
+                assert "result" in await raw.message()
+                assert "result" in await raw.message()
+            before = [data_segments_in(raw.sock) for raw in conns]
+            await transfer(node, token, "0x" + "a1" * 20, 7)
+            for raw, was in zip(conns, before, strict=True):
+                got: list[str] = []
+                pings = 0
+                while len(got) < 2:
+                    frame = await raw.frame()
+                    assert frame is not None
+                    if frame[0] == 0x9:
+                        pings += 1
+                        continue
+                    got.append(json.loads(frame[1])["params"]["result"].get("logIndex", "head"))
+                assert got == ["head", "0x0"]
+                assert data_segments_in(raw.sock) - was == 1 + pings
+        finally:
+            for raw in conns:
+                raw.close()

@@ -10,6 +10,14 @@ are that event's, and no connection is told of a position before it has that pos
 A resume stays exact too: it reads up to the position of the fan-out under way (whose entry is
 kept in memory as the fan-out begins) and attaches its subscriptions after that fan-out took its
 subscribers, so the event reaches it once, by the replay.
+
+The fan-outs submitted in one delivery step (:class:`~broker.transport.outbox.Cork`: a block's
+head and logs, one read of the bus) are one step for the connections with several subscriptions:
+their frames are held across the slices until the step's last fan-out ends, then a final step
+(:class:`_Release`) writes them, one write per connection, in slices too. A frame sent to such a
+connection meanwhile (a reply, a ping, a session change in its turn) writes what it holds first,
+so the order above holds and nothing waits for the step. The queue is busy (:meth:`delivered`
+waits) until what was held is written.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 import trio
+
+from broker.transport.outbox import Cork, corked
 
 #: How long one slice of a fan-out may run before other tasks get their turn. A call arriving
 #: during a burst waits at most about this long (plus the other tasks' turns).
@@ -49,27 +59,40 @@ class DeliveryQueue:
     Without :meth:`serve` running (a hub used on its own) every fan-out runs to the end at once.
     """
 
-    __slots__ = ("_current", "_idle", "_serving", "_waiting", "_wake", "max_waiting", "slice")
+    __slots__ = (
+        "_current",
+        "_holding",
+        "_idle",
+        "_serving",
+        "_waiting",
+        "_wake",
+        "max_waiting",
+        "slice",
+    )
 
     def __init__(self, *, slice_seconds: float = SLICE_SECONDS, max_waiting: int = MAX_WAITING):
         self.slice = slice_seconds
         self.max_waiting = max_waiting
         self._current: Step | None = None
-        self._waiting: deque[Begin] = deque()
+        # each fan-out to begin, with the step (Cork batch) it was submitted in
+        self._waiting: deque[tuple[Begin, int]] = deque()
+        #: The step whose fan-outs are under way while their frames are held (None: none).
+        self._holding: int | None = None
         self._serving = False
         self._wake: trio.Event | None = None
         self._idle: trio.Event | None = None
 
     @property
     def busy(self) -> bool:
-        """Whether a fan-out is under way or waiting."""
-        return self._current is not None or bool(self._waiting)
+        """Whether a fan-out is under way or waiting, or frames of one are still held."""
+        return self._current is not None or bool(self._waiting) or self._holding is not None
 
     def submit(self, begin: Begin) -> None:
         """Begin a fan-out after those submitted before it: at once if none is under way (its
         first slice runs in the caller's task), else in :meth:`serve`'s task."""
         busy = self.busy
-        self._waiting.append(begin)
+        cork = corked()
+        self._waiting.append((begin, cork.batch or cork.new_batch()))
         if not self._serving:
             self._run(math.inf)
         elif not busy:
@@ -88,8 +111,8 @@ class DeliveryQueue:
         self.submit(begin)
 
     async def delivered(self) -> None:
-        """Return once no fan-out is under way or waiting. The caller's code up to its next
-        checkpoint runs before any other fan-out begins."""
+        """Return once no fan-out is under way or waiting, and what one held is written. The
+        caller's code up to its next checkpoint runs before any other fan-out begins."""
         await trio.lowlevel.checkpoint()
         while self.busy:
             if self._idle is None:
@@ -117,20 +140,25 @@ class DeliveryQueue:
 
     def _run(self, until: float) -> bool:
         """Deliver until nothing is left (True) or ``until`` has passed (False)."""
+        cork = corked()
+        with cork:  # what this slice holds outside a step of the queue's goes as it ends
+            return self._run_held(cork, until)
+
+    def _run_held(self, cork: Cork, until: float) -> bool:
         while True:
-            current = self._current
-            if current is None:
-                if not self._waiting:
-                    break
-                # A fan-out begins (its position advanced, its subscribers taken) only here, once
-                # the one before has ended: the cursors of a connection's frames only go forward.
-                current = self._current = self._waiting.popleft()()
-                if current is None:
-                    continue
             try:
+                current = self._current
+                if current is None:
+                    current = self._current = self._next_step(cork)
+                    if current is None:
+                        if self._holding is not None:
+                            return False  # the step may still submit: released in a later slice
+                        break
                 done = current.run(until)
             except BaseException:
-                self._current = None  # a fan-out that failed is not tried again
+                self._current = None  # a fan-out that failed (or failed to begin) is not retried
+                if self._holding is not None:  # what it held goes now: nothing stays held
+                    self._end_hold(cork, math.inf)
                 raise
             if not done:
                 return False
@@ -139,3 +167,50 @@ class DeliveryQueue:
             self._idle.set()
             self._idle = None
         return True
+
+    def _next_step(self, cork: Cork) -> Step | None:
+        """The next fan-out, begun; or the release of a step's held frames once its fan-outs are
+        all delivered; None when nothing is left."""
+        waiting = self._waiting
+        while True:
+            holding = self._holding
+            if holding is not None and not waiting:
+                if holding == cork.batch and self._serving:
+                    return None  # the step that submitted them is under way: it may add more
+                return _Release(self, cork)
+            if holding is not None and waiting[0][1] != holding:
+                return _Release(self, cork)
+            if not waiting:
+                return None
+            begin, batch = waiting.popleft()
+            if holding is None:
+                # The fan-outs submitted in one step (a block's head and logs, one bus read) are
+                # one step for the connections that hold: their frames leave in one write each.
+                self._holding = batch
+                cork.holds += 1
+            # A fan-out begins (its position advanced, its subscribers taken) only here, once
+            # the one before has ended: the cursors of a connection's frames only go forward.
+            step = begin()
+            if step is not None:
+                return step
+
+    def _end_hold(self, cork: Cork, until: float) -> bool:
+        """Release what the step held, until ``until`` (True: all of it, and the step ends)."""
+        if not cork.release(until):
+            return False
+        self._holding = None
+        cork.holds -= 1
+        return True
+
+
+class _Release:
+    """The end of a step: its held frames written, one write per connection, in slices."""
+
+    __slots__ = ("_cork", "_queue")
+
+    def __init__(self, queue: DeliveryQueue, cork: Cork) -> None:
+        self._queue = queue
+        self._cork = cork
+
+    def run(self, until: float) -> bool:
+        return self._queue._end_hold(self._cork, until)

@@ -181,8 +181,14 @@ class SubscriptionHub:
         if previous is not None:
             self._remove(subs, previous)
         sub.resume = self.cursors.state_for(sub.conn, sub.chain)
-        sub.send = sub.conn.frame_sender()
         subs[sub.id] = sub
+        # A connection with several subscriptions holds its frames for the rest of a delivery
+        # step (an event's groups, a head and its logs): they leave in one write.
+        if len(subs) == 2:
+            for each in subs.values():
+                each.send = each.conn.frame_sender(held=True)
+        else:
+            sub.send = sub.conn.frame_sender(held=len(subs) > 1)
         index = self._chains.get(sub.chain)
         if index is None:
             index = self._chains[sub.chain] = self.families[sub.chain].new_index()
@@ -220,6 +226,9 @@ class SubscriptionHub:
 
     def _remove(self, subs: dict[str, Subscription], sub: Subscription) -> None:
         del subs[sub.id]
+        if len(subs) == 1:  # alone again: written at once
+            for each in subs.values():
+                each.send = each.conn.frame_sender()
         index = self._chains.get(sub.chain)
         if index is not None:
             index.remove(sub, sub.matcher)

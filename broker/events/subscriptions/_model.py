@@ -23,8 +23,10 @@ class Subscriber(Protocol):
 
     def send_frame(self, frame: bytes) -> bool: ...
 
-    def frame_sender(self) -> Callable[[bytes], bool]:
-        """What :meth:`send_frame` calls (the fan-out calls it with no wrapper between)."""
+    def frame_sender(self, *, held: bool = False) -> Callable[[bytes], bool]:
+        """What :meth:`send_frame` calls (the fan-out calls it with no wrapper between);
+        ``held``: the one that, within a delivery step, holds the frames until the step ends
+        (:func:`broker.transport.outbox.corked`), for a connection with several subscriptions."""
         ...
 
 
