@@ -112,6 +112,23 @@ def test_recent_entries_fill_the_last_stretch_or_say_they_cannot() -> None:
     assert live.recent_after("eip155:1", "5-0") is None
 
 
+def test_recent_entries_are_kept_for_a_while_only() -> None:
+    """Entries older than ``recent_seconds`` go as the next one is delivered: a resume whose
+    last stretch reaches that far back reads the log once more instead."""
+    now = [100.0]
+    live = FeedPositions(recent=1024, recent_seconds=30.0, clock=lambda: now[0])
+    live.advance("eip155:1", "1-0")
+    for n in range(2, 5):
+        live.advance("eip155:1", f"{n}-0", f"event {n}")
+        now[0] += 10.0
+    assert live.recent_after("eip155:1", "2-0") == [("3-0", "event 3"), ("4-0", "event 4")]
+    now[0] += 15.0  # as event 5 comes, event 2 is 45 s old, event 3 35 s, event 4 25 s
+    live.advance("eip155:1", "5-0", "event 5")
+    assert live.recent_after("eip155:1", "2-0") is None  # what followed 2-0 is gone
+    assert live.recent_after("eip155:1", "3-0") is None  # 3-0 itself is: no longer placed
+    assert live.recent_after("eip155:1", "4-0") == [("5-0", "event 5")]
+
+
 def test_a_cursor_follows_the_live_positions_unless_pinned() -> None:
     live = FeedPositions()
     live.advance("changes", "1-0")
