@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from broker.operator.gc_keeper import collect_and_freeze
+from tests.support.cycles import collector_off, cyclic_garbage
 from tests.support.inprocess import RunningBroker, dapp
 from tests.support.waiting import eventually
 
@@ -46,8 +47,7 @@ async def test_connections_that_end_leave_no_cycle_for_the_collector(node: Runni
     }
     with trio.fail_after(60):
         gc.collect()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
+        with collector_off():
             for round_index in range(3):
                 async with (
                     dapp(node.ws_url(), origin=f"https://a{round_index}.example") as session,
@@ -63,15 +63,7 @@ async def test_connections_that_end_leave_no_cycle_for_the_collector(node: Runni
                     await session.notification()
                     await direct.notification()
             await eventually(lambda: len(node.broker.connections) == 0, "the connections end")
-            gc.collect()
-            ours = [
-                type(o).__module__ + "." + type(o).__qualname__
-                for o in gc.garbage
-                if type(o).__module__.startswith(("broker", "adapters", "schemas"))
-            ]
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
+            ours = list(cyclic_garbage(("broker", "adapters", "schemas")).elements())
     assert ours == [], collections.Counter(ours)
 
 

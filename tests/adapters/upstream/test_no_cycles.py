@@ -18,26 +18,12 @@ import trio
 
 from adapters.upstream import UpstreamAdapter
 from schemas.errors import WireError
+from tests.support.cycles import collector_off, cyclic_garbage
 
 from .fake_node import Error, Hang, Status
 from .test_forwarding import BALANCE_PARAMS, call, start_nodes, upstream_adapter
 
 WATCHED = ("broker", "adapters", "schemas", "httpx", "httpcore", "h11")
-
-
-def cyclic_garbage() -> collections.Counter[str]:
-    """What the collector would free now (by type, of the modules watched): only cycles."""
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return collections.Counter(
-            f"{type(o).__module__}.{type(o).__qualname__}"
-            for o in gc.garbage
-            if type(o).__module__.startswith(WATCHED)
-        )
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
 
 
 @pytest.mark.parametrize(
@@ -54,15 +40,10 @@ async def test_a_forwarded_call_leaves_no_cycle(nursery: trio.Nursery, answer: o
             for _ in range(2):  # the pools' connections, opened before the count starts
                 await _one_call(adapter)
             gc.collect()
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
+            with collector_off():
                 for _ in range(10):
                     await _one_call(adapter)
-                found = cyclic_garbage()
-            finally:
-                if enabled:
-                    gc.enable()
+                found = cyclic_garbage(WATCHED)
     assert found == collections.Counter(), found
 
 
