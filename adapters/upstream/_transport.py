@@ -100,6 +100,11 @@ def _wire_error(error: _ErrorObject) -> WireError:
     return WireError(error.code, error.message, data=error.data)
 
 
+def _reply_error(reply: _Reply | None) -> WireError | None:
+    """The JSON-RPC error ``reply`` carries (None: it carries none)."""
+    return None if reply is None or reply.error is UNSET else _wire_error(reply.error)
+
+
 def _decode_reply(body: bytes) -> _Reply | None:
     try:
         return _reply_decoder.decode(body)
@@ -199,13 +204,7 @@ class HttpUpstream:
         # frame, and a frame holding its own exception is a cycle (see the stream above).
         reply = _decode_reply(body)
         if status == 429 or status >= 500:
-            raise UpstreamFailure(
-                f"HTTP {status}",
-                delivered=True,
-                reply_error=_wire_error(reply.error)
-                if reply is not None and reply.error is not UNSET
-                else None,
-            )
+            raise UpstreamFailure(f"HTTP {status}", delivered=True, reply_error=_reply_error(reply))
         if reply is not None and reply.error is not UNSET:
             raise _wire_error(reply.error)
         if status >= 300 or reply is None or reply.result is UNSET:
